@@ -1,0 +1,86 @@
+//! The library's one error type.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in the library. Every variant says what was wrong with the
+/// caller's input in words a user can act on; no user input ever causes a panic.
+#[derive(Debug, Error)]
+pub enum MondrianError {
+    /// A hyper-parameter is out of its valid range.
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// Name of the parameter.
+        name: &'static str,
+        /// Why the value was refused.
+        reason: String,
+    },
+    /// No rows were given where at least one is needed.
+    #[error("empty data: {0}")]
+    EmptyData(&'static str),
+    /// A row has the wrong number of features.
+    #[error("row {row} has {got} features, expected {expected}")]
+    WidthMismatch {
+        /// 0-based row index within the call.
+        row: usize,
+        /// Width the model expects.
+        expected: usize,
+        /// Width that was given.
+        got: usize,
+    },
+    /// The feature matrix length is not a multiple of the number of features.
+    #[error("feature buffer of length {len} is not a whole number of rows of {n_features} features")]
+    RaggedMatrix {
+        /// Buffer length.
+        len: usize,
+        /// Declared width.
+        n_features: usize,
+    },
+    /// A feature is NaN or infinite.
+    #[error("row {row}, feature {feature}: value {value} is not finite")]
+    NonFinite {
+        /// 0-based row index within the call.
+        row: usize,
+        /// 0-based feature index.
+        feature: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// Features and labels disagree in length.
+    #[error("{n_rows} feature rows but {n_labels} labels")]
+    LengthMismatch {
+        /// Rows of features.
+        n_rows: usize,
+        /// Labels given.
+        n_labels: usize,
+    },
+    /// A label is outside the declared classes.
+    #[error("row {row}: label {label} is outside the declared classes 0..{n_classes}")]
+    LabelOutOfRange {
+        /// 0-based row index within the call.
+        row: usize,
+        /// The label.
+        label: usize,
+        /// Declared number of classes.
+        n_classes: usize,
+    },
+    /// Prediction was asked of a model that has not seen any data.
+    #[error("the model has not been fitted yet")]
+    NotFitted,
+    /// A saved model could not be read back.
+    #[error("cannot load model: {0}")]
+    CorruptModel(String),
+    /// A saved model was written by an incompatible format version.
+    #[error("model file format version {found} is not supported (this build reads version {supported})")]
+    IncompatibleVersion {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        supported: u32,
+    },
+    /// An I/O failure while saving or loading.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Result alias used across the library.
+pub type Result<T> = std::result::Result<T, MondrianError>;

@@ -1,0 +1,542 @@
+//! `MondrianForestClassifier`: the online Mondrian forest of spec `mf-classification.md`.
+
+use std::path::Path;
+
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{poisson_weight, tree_rng, Pool};
+use crate::data::{FeatureScaler, Rows, Scaling};
+use crate::error::{MondrianError, Result};
+use crate::metrics::argmax;
+use crate::process::Feature;
+use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
+use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
+
+/// Hyper-parameters of a [`MondrianForestClassifier`] (spec §1.5). The defaults are the
+/// paper's experimental settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierParams {
+    /// Number of trees M.
+    pub n_trees: usize,
+    /// Lifetime λ of the Mondrian process; `f64::INFINITY` grows trees until every block
+    /// is paused or holds identical points.
+    pub lifetime: f64,
+    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on [0,1] features).
+    pub discount_factor: f64,
+    /// Master seed; tree t draws from a generator seeded by (seed, t).
+    pub seed: u64,
+    /// Worker threads for training and prediction; 0 uses every core. The fitted model
+    /// does not depend on it.
+    pub n_threads: usize,
+    /// Online bagging: each tree takes each example Poisson(1) times (spec
+    /// `bayesian-trees.md` §6.2). Keeps online ≡ batch.
+    pub bagging: bool,
+    /// Pause blocks whose labels are all equal (spec §2.3).
+    pub pause_on_pure: bool,
+    /// Pause blocks with fewer points than this (spec §5).
+    pub min_samples_split: usize,
+    /// Counts of the branch-off node in prediction (spec §4.3).
+    pub branch_counts: BranchCounts,
+    /// Number of classes, when known up front. Otherwise K grows with the largest label
+    /// seen so far (see [`MondrianForestClassifier::partial_fit`]).
+    pub n_classes: Option<usize>,
+    /// How features are scaled before they reach the trees.
+    pub scaling: Scaling,
+}
+
+impl Default for ClassifierParams {
+    fn default() -> Self {
+        ClassifierParams {
+            n_trees: 100,
+            lifetime: f64::INFINITY,
+            discount_factor: 10.0,
+            seed: 0,
+            n_threads: 0,
+            bagging: false,
+            pause_on_pure: true,
+            min_samples_split: 2,
+            branch_counts: BranchCounts::Paper,
+            n_classes: None,
+            scaling: Scaling::FirstBatch,
+        }
+    }
+}
+
+impl ClassifierParams {
+    /// Checks every value once, so training never meets an invalid setting.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name, reason: &str| {
+            Err(MondrianError::InvalidParameter {
+                name,
+                reason: reason.to_string(),
+            })
+        };
+        if self.n_trees == 0 {
+            return bad("n_trees", "must be at least 1");
+        }
+        if self.lifetime.is_nan() || self.lifetime < 0.0 {
+            return bad("lifetime", "must be ≥ 0 (or infinite)");
+        }
+        if !self.discount_factor.is_finite() || self.discount_factor < 0.0 {
+            return bad("discount_factor", "must be finite and ≥ 0");
+        }
+        if self.n_classes == Some(0) {
+            return bad("n_classes", "must be at least 1");
+        }
+        if self.n_classes.is_some_and(|k| k > u32::MAX as usize) {
+            return bad("n_classes", "too many classes");
+        }
+        if let Scaling::Ranges(r) = &self.scaling {
+            FeatureScaler::from_ranges(r)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TreeUnit {
+    tree: MondrianTree,
+    counts: LabelCounts,
+    rng: Xoshiro256PlusPlus,
+}
+
+/// Size and shape of a fitted forest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ForestSummary {
+    /// Number of trees.
+    pub n_trees: usize,
+    /// Nodes over all trees.
+    pub n_nodes: usize,
+    /// Leaves over all trees.
+    pub n_leaves: usize,
+    /// Mean over trees of the point-weighted average leaf depth (spec §7).
+    pub depth_mean: f64,
+    /// Standard deviation over trees of that depth.
+    pub depth_std: f64,
+    /// Heap bytes per node: structure, box and label counts, leaf point ids spread over nodes.
+    pub bytes_per_node: f64,
+    /// Heap bytes of the training points the forest keeps (paused leaves refer to them).
+    pub store_bytes: usize,
+    /// Heap bytes of all trees and the store.
+    pub total_bytes: usize,
+}
+
+/// An online Mondrian forest classifier ([P] Lakshminarayanan et al. 2014; spec
+/// `mf-classification.md`).
+///
+/// Trees are trained independently (in parallel) and the forest predicts the average of
+/// the trees' hierarchically smoothed label distributions, branch-off included (§4).
+/// Online training through [`partial_fit`](Self::partial_fit) gives trees with exactly the
+/// distribution of batch training on the same points (§2.6).
+///
+/// The forest keeps every training point (scaled, as `f32`) because a paused leaf is
+/// re-sampled from its points when it un-pauses: memory is O(N·D) for the points plus
+/// O(nodes · (D + K)) for the trees.
+///
+/// ```
+/// use mondrian::{ClassifierParams, MondrianForestClassifier};
+/// let x = [0.0, 0.0, 0.1, 0.2, 1.0, 1.0, 0.9, 0.8];
+/// let y = [0, 0, 1, 1];
+/// let params = ClassifierParams { n_trees: 10, ..Default::default() };
+/// let mut forest = MondrianForestClassifier::new(params)?;
+/// forest.fit(&x, 2, &y)?;
+/// forest.partial_fit(&[0.95, 0.9], 2, &[1])?;
+/// let p = forest.predict_proba(&[0.05, 0.1], 2)?;
+/// assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+/// assert_eq!(forest.predict(&[0.05, 0.1], 2)?, vec![0]);
+/// # Ok::<(), mondrian::MondrianError>(())
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MondrianForestClassifier {
+    params: ClassifierParams,
+    n_features: Option<usize>,
+    n_classes: usize,
+    scaler: Option<FeatureScaler>,
+    features: Vec<Feature>,
+    labels: Vec<u32>,
+    trees: Vec<TreeUnit>,
+    #[serde(skip)]
+    pool: Pool,
+}
+
+const MODEL_KIND: &str = "mondrian-forest-classifier";
+
+impl MondrianForestClassifier {
+    /// An untrained forest.
+    pub fn new(params: ClassifierParams) -> Result<Self> {
+        params.validate()?;
+        let pool = Pool::new(params.n_threads);
+        Ok(MondrianForestClassifier {
+            n_classes: params.n_classes.unwrap_or(0),
+            params,
+            n_features: None,
+            scaler: None,
+            features: Vec::new(),
+            labels: Vec::new(),
+            trees: Vec::new(),
+            pool,
+        })
+    }
+
+    /// The hyper-parameters.
+    pub fn params(&self) -> &ClassifierParams {
+        &self.params
+    }
+    /// Number of features, once fitted.
+    pub fn n_features(&self) -> Option<usize> {
+        self.n_features
+    }
+    /// Number of classes K (columns of [`predict_proba`](Self::predict_proba)).
+    pub fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+    /// Number of training points absorbed so far.
+    pub fn n_samples_seen(&self) -> usize {
+        self.labels.len()
+    }
+    /// The discount rate γ = discount_factor × D.
+    pub fn gamma(&self) -> f64 {
+        self.params.discount_factor * self.n_features.unwrap_or(0) as f64
+    }
+    /// The frozen feature scaler, once fitted.
+    pub fn scaler(&self) -> Option<&FeatureScaler> {
+        self.scaler.as_ref()
+    }
+    /// Changes the worker thread count (0 = all cores); the model is unaffected.
+    pub fn set_n_threads(&mut self, n_threads: usize) {
+        self.params.n_threads = n_threads;
+        self.pool = Pool::new(n_threads);
+    }
+    /// Changes the branch-off counts used in prediction; the trees are unaffected.
+    pub fn set_branch_counts(&mut self, branch_counts: BranchCounts) {
+        self.params.branch_counts = branch_counts;
+    }
+    /// Changes the discount factor (γ = factor × D); the trees do not depend on it (§3.2).
+    pub fn set_discount_factor(&mut self, discount_factor: f64) -> Result<()> {
+        let mut p = self.params.clone();
+        p.discount_factor = discount_factor;
+        p.validate()?;
+        self.params = p;
+        Ok(())
+    }
+
+    /// Tree `index` with its label counts and the scaled training points, for inspection
+    /// and tests.
+    pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &LabelCounts)> {
+        self.trees.get(index).map(|u| (&u.tree, &u.counts))
+    }
+    /// The scaled training points the trees index into.
+    pub fn training_points(&self) -> TrainingPoints<'_, u32> {
+        TrainingPoints {
+            features: &self.features,
+            n_features: self.n_features.unwrap_or(0),
+            targets: &self.labels,
+        }
+    }
+
+    fn check_labels(&self, labels: &[usize], n_rows: usize) -> Result<usize> {
+        if labels.len() != n_rows {
+            return Err(MondrianError::LengthMismatch {
+                n_rows,
+                n_labels: labels.len(),
+            });
+        }
+        let mut max = 0;
+        for (row, &label) in labels.iter().enumerate() {
+            if let Some(k) = self.params.n_classes {
+                if label >= k {
+                    return Err(MondrianError::LabelOutOfRange {
+                        row,
+                        label,
+                        n_classes: k,
+                    });
+                }
+            }
+            if label >= u32::MAX as usize {
+                return Err(MondrianError::LabelOutOfRange {
+                    row,
+                    label,
+                    n_classes: u32::MAX as usize,
+                });
+            }
+            max = max.max(label);
+        }
+        Ok(max + 1)
+    }
+
+    fn rows<'a>(&self, x: &'a [f64], n_features: usize) -> Result<Rows<'a>> {
+        let rows = Rows::new(x, n_features)?;
+        rows.validate(self.n_features)?;
+        Ok(rows)
+    }
+
+    /// Batch training ([P] Alg. 1): discards any previous state, fixes the scaling from
+    /// `x` (unless ranges were given) and samples every tree from `MT(λ, D)`.
+    /// `x` is row-major with `n_features` columns; `y` holds class indices.
+    pub fn fit(&mut self, x: &[f64], n_features: usize, y: &[usize]) -> Result<()> {
+        let rows = Rows::new(x, n_features)?;
+        rows.validate(None)?;
+        if rows.n_rows() == 0 {
+            return Err(MondrianError::EmptyData("fit needs at least one row"));
+        }
+        let fresh = MondrianForestClassifier::new(self.params.clone())?;
+        let k = fresh.check_labels(y, rows.n_rows())?;
+        *self = MondrianForestClassifier {
+            pool: std::mem::take(&mut self.pool),
+            ..fresh
+        };
+        self.initialise(&rows, k)?;
+        self.append(&rows, y);
+        let n = rows.n_rows();
+        let (seed, bagging) = (self.params.seed, self.params.bagging);
+        let data = TrainingPoints {
+            features: &self.features,
+            n_features,
+            targets: &self.labels,
+        };
+        let trees = &mut self.trees;
+        self.pool.install(|| {
+            trees.par_iter_mut().enumerate().for_each(|(t, unit)| {
+                let points = if bagging {
+                    (0..n as u32)
+                        .flat_map(|i| {
+                            std::iter::repeat(i).take(poisson_weight(seed, t, u64::from(i)) as usize)
+                        })
+                        .collect()
+                } else {
+                    (0..n as u32).collect()
+                };
+                unit.tree.fit(points, &data, &mut unit.counts, &mut unit.rng);
+            })
+        });
+        Ok(())
+    }
+
+    /// Online training ([P] Alg. 3) on one point or a mini-batch, in row order.
+    ///
+    /// The first call fixes the number of features and, with [`Scaling::FirstBatch`], the
+    /// feature scaling (so a first mini-batch should be representative, or ranges should
+    /// be given through [`Scaling::Ranges`]); the scaling is never moved afterwards, because
+    /// that would bend the trees already grown. Points outside the first batch's range are
+    /// fine: the trees extend to them.
+    ///
+    /// When `n_classes` was not declared, a label never seen before grows K: every node gets
+    /// a zero count for the new class and the base measure becomes uniform over the larger K,
+    /// so predictions shift mass to the new class only where the model is uncertain.
+    pub fn partial_fit(&mut self, x: &[f64], n_features: usize, y: &[usize]) -> Result<()> {
+        let rows = self.rows(x, n_features)?;
+        if rows.n_rows() == 0 {
+            return Ok(());
+        }
+        let k = self.check_labels(y, rows.n_rows())?;
+        if self.n_features.is_none() {
+            self.initialise(&rows, k)?;
+        } else if k > self.n_classes {
+            self.n_classes = k;
+            for unit in &mut self.trees {
+                unit.counts.grow_classes(k);
+            }
+        }
+        let start = self.labels.len();
+        self.append(&rows, y);
+        let end = self.labels.len();
+        let (seed, bagging) = (self.params.seed, self.params.bagging);
+        let data = TrainingPoints {
+            features: &self.features,
+            n_features,
+            targets: &self.labels,
+        };
+        let trees = &mut self.trees;
+        let work = |(t, unit): (usize, &mut TreeUnit)| {
+            for i in start..end {
+                let w = if bagging {
+                    poisson_weight(seed, t, i as u64)
+                } else {
+                    1
+                };
+                if w > 0 {
+                    unit.tree
+                        .extend(i as u32, w, &data, &mut unit.counts, &mut unit.rng);
+                }
+            }
+        };
+        if trees.len() == 1 {
+            trees.iter_mut().enumerate().for_each(work);
+        } else {
+            self.pool
+                .install(|| trees.par_iter_mut().enumerate().for_each(work));
+        }
+        Ok(())
+    }
+
+    fn initialise(&mut self, rows: &Rows, n_classes: usize) -> Result<()> {
+        let d = rows.n_features();
+        self.scaler = Some(match &self.params.scaling {
+            Scaling::FirstBatch => FeatureScaler::fit(rows),
+            Scaling::Identity => FeatureScaler::identity(d),
+            Scaling::Ranges(r) => {
+                if r.len() != d {
+                    return Err(MondrianError::WidthMismatch {
+                        row: 0,
+                        expected: r.len(),
+                        got: d,
+                    });
+                }
+                FeatureScaler::from_ranges(r)?
+            }
+        });
+        self.n_features = Some(d);
+        self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
+        let pause = PauseRule {
+            pause_on_pure: self.params.pause_on_pure,
+            min_samples_split: self.params.min_samples_split,
+        };
+        self.trees = (0..self.params.n_trees)
+            .map(|t| TreeUnit {
+                tree: MondrianTree::new(d, self.params.lifetime, pause),
+                counts: LabelCounts::new(self.n_classes),
+                rng: tree_rng(self.params.seed, t),
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn append(&mut self, rows: &Rows, y: &[usize]) {
+        let scaler = self.scaler.as_ref().expect("initialised before append");
+        scaler.transform_into(rows, &mut self.features);
+        self.labels.extend(y.iter().map(|&k| k as u32));
+    }
+
+    /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
+    /// trees of each tree's predictive with branch-off. Any x ∈ R^D is allowed.
+    pub fn predict_proba(&self, x: &[f64], n_features: usize) -> Result<Vec<f64>> {
+        let Some(scaler) = &self.scaler else {
+            return Err(MondrianError::NotFitted);
+        };
+        let rows = self.rows(x, n_features)?;
+        let mut scaled = Vec::new();
+        scaler.transform_into(&rows, &mut scaled);
+        let k = self.n_classes;
+        let mut out = vec![0.0; rows.n_rows() * k];
+        let model = LabelModel {
+            gamma: self.gamma(),
+            branch_counts: self.params.branch_counts,
+        };
+        let trees = &self.trees;
+        let scale = 1.0 / trees.len() as f64;
+        const BLOCK: usize = 64;
+        self.pool.install(|| {
+            out.par_chunks_mut(BLOCK * k)
+                .zip(scaled.par_chunks(BLOCK * n_features))
+                .for_each(|(out_block, x_block)| {
+                    let mut scratch = LabelScratch::default();
+                    // Tree-major inside a block keeps one tree's nodes hot in cache.
+                    for unit in trees {
+                        for (o, xi) in out_block
+                            .chunks_exact_mut(k)
+                            .zip(x_block.chunks_exact(n_features))
+                        {
+                            model.predict_tree(&unit.tree, &unit.counts, xi, scale, &mut scratch, o);
+                        }
+                    }
+                })
+        });
+        Ok(out)
+    }
+
+    /// Most probable class per row (lowest index on ties).
+    pub fn predict(&self, x: &[f64], n_features: usize) -> Result<Vec<usize>> {
+        let k = self.n_classes;
+        let proba = self.predict_proba(x, n_features)?;
+        Ok(proba.chunks_exact(k).map(argmax).collect())
+    }
+
+    /// Size and depth statistics.
+    pub fn summary(&self) -> ForestSummary {
+        let depths: Vec<f64> = self.trees.iter().map(|u| u.tree.weighted_depth()).collect();
+        let m = depths.len().max(1) as f64;
+        let mean = depths.iter().sum::<f64>() / m;
+        let var = depths.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / m;
+        let n_nodes: usize = self.trees.iter().map(|u| u.tree.n_nodes()).sum();
+        let tree_bytes: usize = self
+            .trees
+            .iter()
+            .map(|u| u.tree.heap_bytes() + u.tree.n_nodes() * u.counts.bytes_per_node())
+            .sum();
+        let store_bytes = self.features.len() * std::mem::size_of::<Feature>() + self.labels.len() * 4;
+        ForestSummary {
+            n_trees: self.trees.len(),
+            n_nodes,
+            n_leaves: self.trees.iter().map(|u| u.tree.n_leaves()).sum(),
+            depth_mean: mean,
+            depth_std: var.sqrt(),
+            bytes_per_node: tree_bytes as f64 / n_nodes.max(1) as f64,
+            store_bytes,
+            total_bytes: tree_bytes + store_bytes,
+        }
+    }
+
+    /// Writes the model (versioned, checksummed; see [`crate::persist`]).
+    pub fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
+        crate::persist::save(self, MODEL_KIND, writer)
+    }
+
+    /// Reads a model written by [`save_to`](Self::save_to).
+    pub fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
+        let mut model: Self = crate::persist::load(MODEL_KIND, reader)?;
+        model.check_consistency()?;
+        model.pool = Pool::new(model.params.n_threads);
+        Ok(model)
+    }
+
+    /// Saves to a file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let file = std::fs::File::create(path)?;
+        self.save_to(std::io::BufWriter::new(file))
+    }
+
+    /// Loads from a file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let file = std::fs::File::open(path)?;
+        Self::load_from(std::io::BufReader::new(file))
+    }
+
+    /// The model as bytes (the same format as [`save`](Self::save)).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.save_to(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// A model from bytes written by [`to_bytes`](Self::to_bytes).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        Self::load_from(bytes)
+    }
+
+    fn check_consistency(&self) -> Result<()> {
+        let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
+        self.params.validate()?;
+        let d = self.n_features.unwrap_or(0);
+        if self.n_features.is_some() != self.scaler.is_some() {
+            return bad("scaler and feature count disagree");
+        }
+        if self.scaler.as_ref().is_some_and(|s| s.n_features() != d)
+            || self.features.len() != self.labels.len() * d
+        {
+            return bad("stored points do not match the feature count");
+        }
+        if self.labels.iter().any(|&y| y as usize >= self.n_classes) {
+            return bad("a stored label exceeds the class count");
+        }
+        if self
+            .trees
+            .iter()
+            .any(|u| u.tree.n_features() != d || u.counts.n_classes() != self.n_classes)
+        {
+            return bad("a tree does not match the forest's shape");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,24 @@
+//! Mondrian processes restricted to data, and the models built on them.
+//!
+//! One engine ([`tree::MondrianTree`] over the primitives of [`process`]) carries every
+//! model; a model contributes the statistics it keeps per node ([`tree::NodeStatistics`]).
+//! The specifications cited in the docs (`spec/…`) are the project's implementable
+//! readings of the papers.
+//!
+//! * [`MondrianForestClassifier`]: online Mondrian forests with hierarchical label
+//!   smoothing (Lakshminarayanan, Roy & Teh 2014; spec `mf-classification.md`).
+#![warn(missing_docs)]
+
+pub mod data;
+pub mod error;
+pub mod forest;
+pub mod metrics;
+pub mod persist;
+pub mod process;
+pub mod stats;
+pub mod tree;
+
+pub use data::{FeatureScaler, Rows, Scaling};
+pub use error::{MondrianError, Result};
+pub use forest::{ClassifierParams, ForestSummary, MondrianForestClassifier};
+pub use stats::label::BranchCounts;

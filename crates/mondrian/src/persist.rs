@@ -1,0 +1,89 @@
+//! Saving and loading models: a versioned, checksummed header around a serde payload.
+//!
+//! Layout: `b"MONDRIAN"`, format version (u32 LE), model kind (u8 length + UTF-8), payload
+//! length (u64 LE), CRC-32 of the payload (u32 LE), then the bincode payload. A truncated,
+//! corrupt or foreign file is refused with a [`MondrianError`] before anything is decoded.
+
+use std::io::{Read, Write};
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::error::{MondrianError, Result};
+
+const MAGIC: &[u8; 8] = b"MONDRIAN";
+/// Version of the on-disk format written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Writes `value` with the header for model kind `kind`.
+pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {
+    let payload = bincode::serialize(value)
+        .map_err(|e| MondrianError::CorruptModel(format!("cannot encode model: {e}")))?;
+    writer.write_all(MAGIC)?;
+    writer.write_all(&FORMAT_VERSION.to_le_bytes())?;
+    writer.write_all(&[kind.len() as u8])?;
+    writer.write_all(kind.as_bytes())?;
+    writer.write_all(&(payload.len() as u64).to_le_bytes())?;
+    writer.write_all(&crc32fast::hash(&payload).to_le_bytes())?;
+    writer.write_all(&payload)?;
+    writer.flush()?;
+    Ok(())
+}
+
+fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<()> {
+    reader.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            MondrianError::CorruptModel(format!("file ends inside the {what}: truncated?"))
+        }
+        _ => MondrianError::Io(e),
+    })
+}
+
+/// Reads a value of model kind `kind` written by [`save`].
+pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T> {
+    let mut magic = [0u8; 8];
+    read_exact(&mut reader, &mut magic, "header")?;
+    if &magic != MAGIC {
+        return Err(MondrianError::CorruptModel(
+            "not a mondrian model file (bad magic bytes)".into(),
+        ));
+    }
+    let mut word = [0u8; 4];
+    read_exact(&mut reader, &mut word, "header")?;
+    let version = u32::from_le_bytes(word);
+    if version != FORMAT_VERSION {
+        return Err(MondrianError::IncompatibleVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let mut len = [0u8; 1];
+    read_exact(&mut reader, &mut len, "header")?;
+    let mut found_kind = vec![0u8; len[0] as usize];
+    read_exact(&mut reader, &mut found_kind, "header")?;
+    if found_kind != kind.as_bytes() {
+        return Err(MondrianError::CorruptModel(format!(
+            "file holds a `{}` model, expected `{kind}`",
+            String::from_utf8_lossy(&found_kind)
+        )));
+    }
+    let mut len8 = [0u8; 8];
+    read_exact(&mut reader, &mut len8, "header")?;
+    let payload_len = u64::from_le_bytes(len8);
+    read_exact(&mut reader, &mut word, "header")?;
+    let crc = u32::from_le_bytes(word);
+    let mut payload = Vec::new();
+    reader.take(payload_len).read_to_end(&mut payload)?;
+    if (payload.len() as u64) < payload_len {
+        return Err(MondrianError::CorruptModel(format!(
+            "file is truncated: {} of {payload_len} payload bytes",
+            payload.len()
+        )));
+    }
+    if crc32fast::hash(&payload) != crc {
+        return Err(MondrianError::CorruptModel(
+            "checksum mismatch: the file is corrupt".into(),
+        ));
+    }
+    bincode::deserialize(&payload)
+        .map_err(|e| MondrianError::CorruptModel(format!("cannot decode model: {e}")))
+}

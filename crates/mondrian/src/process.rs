@@ -1,0 +1,246 @@
+//! Mondrian process primitives on an axis-aligned box (spec `mf-classification.md` §2.1).
+//!
+//! Every random draw the Mondrian tree makes goes through this module: the exponential
+//! split time, the split dimension chosen in proportion to the side lengths, the uniform
+//! split location on a half-open interval, and the cut that separates a new point from an
+//! existing box during online extension (§2.4).
+
+use rand::Rng;
+
+/// Feature storage type. Boxes and split locations share it, so routing a training point
+/// through a split compares exactly the values the split was drawn between.
+pub type Feature = f32;
+
+/// Linear dimension `L = Σ_d (u_d − ℓ_d)` of the box `[lower, upper]` (§1.2).
+#[inline]
+pub fn linear_dimension(lower: &[Feature], upper: &[Feature]) -> f64 {
+    lower
+        .iter()
+        .zip(upper)
+        .map(|(&l, &u)| f64::from(u) - f64::from(l))
+        .sum()
+}
+
+/// Draws `E ~ Exp(rate)`. Rate 0 gives `+∞` without consuming a draw (§2.1).
+#[inline]
+pub fn sample_exponential<R: Rng + ?Sized>(rng: &mut R, rate: f64) -> f64 {
+    if rate <= 0.0 {
+        return f64::INFINITY;
+    }
+    // U in (0, 1]: gen::<f64>() is in [0, 1), so 1 − U is in (0, 1].
+    let u: f64 = 1.0 - rng.gen::<f64>();
+    -u.ln() / rate
+}
+
+/// Split time offset of a block with linear dimension `linear_dimension`: `Exp(L)`.
+#[inline]
+pub fn split_time<R: Rng + ?Sized>(rng: &mut R, linear_dimension: f64) -> f64 {
+    sample_exponential(rng, linear_dimension)
+}
+
+/// Draws an index `d` with probability `weights[d] / Σ weights`, never one of weight 0.
+///
+/// `total` must equal the sum of the weights and be positive.
+pub fn sample_proportional<R: Rng + ?Sized>(
+    rng: &mut R,
+    weights: impl Iterator<Item = f64> + Clone,
+    total: f64,
+) -> usize {
+    let target = rng.gen::<f64>() * total;
+    let mut cumulative = 0.0;
+    let mut last_positive = 0;
+    for (d, w) in weights.enumerate() {
+        if w > 0.0 {
+            cumulative += w;
+            last_positive = d;
+            if target < cumulative {
+                return d;
+            }
+        }
+    }
+    // Rounding left the target past the cumulative sum: the last positive weight wins.
+    last_positive
+}
+
+/// Draws `ξ ~ Uniform[a, b)` for `a < b`, rounded to [`Feature`] and kept inside `[a, b)`.
+#[inline]
+pub fn sample_uniform_half_open<R: Rng + ?Sized>(rng: &mut R, a: Feature, b: Feature) -> Feature {
+    debug_assert!(a < b, "empty split interval [{a}, {b})");
+    let (a64, b64) = (f64::from(a), f64::from(b));
+    let xi = (a64 + rng.gen::<f64>() * (b64 - a64)) as Feature;
+    if xi >= b {
+        // Rounding reached the open end: the largest float below b lies in [a, b).
+        next_down(b)
+    } else if xi < a {
+        a
+    } else {
+        xi
+    }
+}
+
+/// The largest [`Feature`] strictly below `b` (b finite).
+#[inline]
+fn next_down(b: Feature) -> Feature {
+    if b == 0.0 {
+        return -Feature::from_bits(1);
+    }
+    let bits = b.to_bits();
+    if b > 0.0 {
+        Feature::from_bits(bits - 1)
+    } else {
+        Feature::from_bits(bits + 1)
+    }
+}
+
+/// Rate `η = Σ_d max(ℓ_d − x_d, 0) + max(x_d − u_d, 0)`: the L1 distance from `x` to the box
+/// (§2.4 step 1, §4.1). Zero iff `x` lies in the closed box.
+#[inline]
+pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
+    let mut eta = 0.0f64;
+    for ((&l, &u), &v) in lower.iter().zip(upper).zip(x) {
+        let below = (l - v).max(0.0);
+        let above = (v - u).max(0.0);
+        eta += f64::from(below) + f64::from(above);
+    }
+    eta
+}
+
+/// A cut separating a new point from an existing box (§2.4 step 3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExtensionCut {
+    /// Split dimension δ.
+    pub dimension: usize,
+    /// Split location ξ.
+    pub location: Feature,
+    /// True when the new point lies above the box in dimension δ (it goes right).
+    pub point_goes_right: bool,
+}
+
+/// Draws the cut that separates `x` from the box `[lower, upper]`, given that one occurs:
+/// δ ∝ the box's protrusion `e^ℓ_d + e^u_d`, ξ uniform on the gap between box and point.
+/// `eta` is [`extension_rate`] and must be positive.
+pub fn sample_extension_cut<R: Rng + ?Sized>(
+    rng: &mut R,
+    lower: &[Feature],
+    upper: &[Feature],
+    x: &[Feature],
+    eta: f64,
+) -> ExtensionCut {
+    let gaps = lower.iter().zip(upper).zip(x).map(|((&l, &u), &v)| {
+        f64::from((l - v).max(0.0)) + f64::from((v - u).max(0.0))
+    });
+    let dimension = sample_proportional(rng, gaps, eta);
+    let (l, u, v) = (lower[dimension], upper[dimension], x[dimension]);
+    if v > u {
+        ExtensionCut {
+            dimension,
+            location: sample_uniform_half_open(rng, u, v),
+            point_goes_right: true,
+        }
+    } else {
+        ExtensionCut {
+            dimension,
+            location: sample_uniform_half_open(rng, v, l),
+            point_goes_right: false,
+        }
+    }
+}
+
+/// Expected discount `d̄ = E[exp(−γ Δ̃)]` of a branch-off node whose offset Δ̃ is `Exp(η)`
+/// truncated to `[0, Δ]` (spec `mf-classification.md` §4.2):
+/// `d̄ = η/(η+γ) · expm1(−(η+γ)Δ) / expm1(−ηΔ)`, with `Δ = ∞` giving `η/(η+γ)`.
+///
+/// Requires `η > 0` and `Δ > 0`; `γ = 0` gives exactly 1.
+pub fn expected_discount(eta: f64, gamma: f64, delta: f64) -> f64 {
+    debug_assert!(eta > 0.0 && delta > 0.0);
+    if gamma == 0.0 {
+        return 1.0;
+    }
+    let ratio = eta / (eta + gamma);
+    if delta.is_infinite() {
+        return ratio;
+    }
+    let num = (-(eta + gamma) * delta).exp_m1();
+    let den = (-eta * delta).exp_m1();
+    if den == 0.0 {
+        // ηΔ underflowed below the smallest subnormal: the uniform-on-[0,Δ] limit.
+        return -(-gamma * delta).exp_m1() / (gamma * delta);
+    }
+    ratio * num / den
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn expected_discount_reference_values() {
+        // Values from spec §4.2 (computed there independently of this code).
+        assert!((expected_discount(1.0, 2.0, 0.5) - 0.6581367003).abs() < 1e-9);
+        assert!((expected_discount(1.0, 2.0, f64::INFINITY) - 1.0 / 3.0).abs() < 1e-15);
+        assert!((expected_discount(3.0, 3.0, 1.0) - 0.5248935342).abs() < 1e-9);
+        assert!((expected_discount(1e-12, 2.0, 0.5) - 0.6321205588).abs() < 1e-9);
+        assert_eq!(expected_discount(1.0, 0.0, 0.5), 1.0);
+    }
+
+    #[test]
+    fn expected_discount_matches_quadrature_and_bounds() {
+        for &(eta, gamma, delta) in &[
+            (0.3, 5.0, 2.0),
+            (4.0, 0.1, 0.7),
+            (2.0, 2.0, 3.0),
+            (1e-6, 10.0, 0.01),
+            (50.0, 160.0, 0.2),
+        ] {
+            // Midpoint rule on the truncated exponential density.
+            let n = 200_000;
+            let h = delta / n as f64;
+            let norm = -(-eta * delta).exp_m1();
+            let mut integral = 0.0;
+            for i in 0..n {
+                let t = (i as f64 + 0.5) * h;
+                integral += eta * (-eta * t).exp() / norm * (-gamma * t).exp() * h;
+            }
+            let d = expected_discount(eta, gamma, delta);
+            assert!((d - integral).abs() < 1e-7, "{eta} {gamma} {delta}: {d} vs {integral}");
+            let lower = (-gamma * delta).exp().max(eta / (eta + gamma));
+            assert!(d >= lower - 1e-12 && d <= 1.0 + 1e-12);
+            assert!(expected_discount(eta, gamma * 1.5, delta) <= d);
+        }
+    }
+
+    #[test]
+    fn uniform_half_open_stays_inside() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let (a, b) = (1.0f32, 1.0f32 + f32::EPSILON);
+        for _ in 0..1000 {
+            let x = sample_uniform_half_open(&mut rng, a, b);
+            assert!(x >= a && x < b);
+        }
+        assert!(next_down(0.0) < 0.0);
+        assert!(next_down(-1.0) < -1.0);
+        assert!(next_down(1.0) < 1.0);
+    }
+
+    #[test]
+    fn proportional_never_picks_zero_weight() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
+        let w = [0.0, 1.0, 0.0, 3.0, 0.0];
+        let mut counts = [0usize; 5];
+        for _ in 0..40_000 {
+            counts[sample_proportional(&mut rng, w.iter().copied(), 4.0)] += 1;
+        }
+        assert_eq!(counts[0] + counts[2] + counts[4], 0);
+        // Binomial(40000, 1/4): sd ≈ 86.6; 5 sd band.
+        assert!((counts[1] as f64 - 10_000.0).abs() < 5.0 * 86.6);
+    }
+
+    #[test]
+    fn exponential_rate_zero_is_infinite() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        assert!(sample_exponential(&mut rng, 0.0).is_infinite());
+        assert!(sample_exponential(&mut rng, 2.0).is_finite());
+    }
+}

@@ -1,0 +1,3 @@
+//! Node statistics: what each model hangs off the shared Mondrian tree.
+
+pub mod label;

@@ -1,0 +1,649 @@
+//! The Mondrian tree: one arena-backed structure shared by every model
+//! (spec `mf-classification.md` §1.3, §2).
+//!
+//! The tree knows geometry and time only: boxes, split dimensions and locations, split
+//! times and the training points held by leaves. Everything that depends on the targets
+//! (label counts, Gaussian sums, …) lives in a [`NodeStatistics`] implementation that the
+//! tree keeps up to date through a handful of callbacks, so regression, density and kernel
+//! models reuse the same sampler.
+//!
+//! Layout: nodes are `u32` indices into parallel `Vec`s; the box of node `j` is
+//! `bounds[2·D·j .. 2·D·j + D]` (lower) followed by the upper corner.
+
+mod path;
+
+pub use path::PathStep;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::process::{
+    linear_dimension, sample_extension_cut, sample_proportional, sample_uniform_half_open,
+    split_time, Feature,
+};
+use crate::process::{extension_rate, sample_exponential};
+
+/// Sentinel for "no node".
+pub const NO_NODE: u32 = u32::MAX;
+
+/// Read-only view of the training points a tree indexes into: row-major features and one
+/// target per row.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainingPoints<'a, T> {
+    /// Row-major features, `n_features` per row.
+    pub features: &'a [Feature],
+    /// Number of features per row.
+    pub n_features: usize,
+    /// One target per row.
+    pub targets: &'a [T],
+}
+
+impl<'a, T: Copy> TrainingPoints<'a, T> {
+    /// Row `i` of the features.
+    #[inline]
+    pub fn row(&self, i: u32) -> &'a [Feature] {
+        let d = self.n_features;
+        &self.features[i as usize * d..(i as usize + 1) * d]
+    }
+
+    /// Target of row `i`.
+    #[inline]
+    pub fn target(&self, i: u32) -> T {
+        self.targets[i as usize]
+    }
+}
+
+/// The statistics a model hangs off the nodes of a [`MondrianTree`] (DESIGN.md: one tree,
+/// many statistics). The tree calls these hooks whenever the data under a node changes.
+pub trait NodeStatistics {
+    /// What a training point carries besides its features (a class, a real target, …).
+    type Target: Copy;
+
+    /// Make room for `n_nodes` nodes; new nodes start empty.
+    fn resize(&mut self, n_nodes: usize);
+    /// Set leaf `node`'s statistics from its points (with multiplicity).
+    fn set_leaf(&mut self, node: u32, points: &[u32], targets: &[Self::Target]);
+    /// Set internal `node`'s statistics from its children; returns whether they changed.
+    fn set_internal(&mut self, node: u32, left: u32, right: u32) -> bool;
+    /// Set a new internal `node`'s statistics as if `child` were its only child.
+    fn set_parent_of(&mut self, node: u32, child: u32);
+    /// A point (with multiplicity `weight`) joined leaf `node`; returns whether the change
+    /// reaches the parent.
+    fn absorb_leaf(&mut self, node: u32, target: Self::Target, weight: u32) -> bool;
+    /// A child of internal `node` gained a point; returns whether the change reaches the
+    /// parent.
+    fn absorb_internal(&mut self, node: u32, target: Self::Target, weight: u32) -> bool;
+    /// Whether the points all carry one target (the label-purity pause, spec §2.3).
+    fn is_pure(&self, points: &[u32], targets: &[Self::Target]) -> bool;
+}
+
+/// The pause predicate `P(S) = (pause_on_pure ∧ S pure) ∨ |S| < min_samples_split`
+/// (spec §2.3). Both parts are monotone, which keeps online ≡ batch (§2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseRule {
+    /// Pause blocks whose points all share one target.
+    pub pause_on_pure: bool,
+    /// Pause blocks with fewer points than this (counting multiplicity).
+    pub min_samples_split: usize,
+}
+
+impl PauseRule {
+    /// No pausing at all: the plain Mondrian tree of spec §2.2 / §2.4.
+    pub const NEVER: PauseRule = PauseRule {
+        pause_on_pure: false,
+        min_samples_split: 0,
+    };
+
+    fn holds<S: NodeStatistics>(&self, points: &[u32], stats: &S, targets: &[S::Target]) -> bool {
+        points.len() < self.min_samples_split
+            || (self.pause_on_pure && stats.is_pure(points, targets))
+    }
+}
+
+/// A Mondrian tree restricted to the data (spec §1.2–1.3), stored as an arena.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MondrianTree {
+    n_features: usize,
+    lifetime: f64,
+    pause: PauseRule,
+    root: u32,
+    parent: Vec<u32>,
+    left: Vec<u32>,
+    right: Vec<u32>,
+    split_dim: Vec<u32>,
+    split_loc: Vec<Feature>,
+    tau: Vec<f64>,
+    bounds: Vec<Feature>,
+    paused: Vec<bool>,
+    points: Vec<Vec<u32>>,
+}
+
+impl MondrianTree {
+    /// An empty tree over `n_features` features with lifetime `lifetime` (may be `+∞`).
+    pub fn new(n_features: usize, lifetime: f64, pause: PauseRule) -> Self {
+        MondrianTree {
+            n_features,
+            lifetime,
+            pause,
+            root: NO_NODE,
+            parent: Vec::new(),
+            left: Vec::new(),
+            right: Vec::new(),
+            split_dim: Vec::new(),
+            split_loc: Vec::new(),
+            tau: Vec::new(),
+            bounds: Vec::new(),
+            paused: Vec::new(),
+            points: Vec::new(),
+        }
+    }
+
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+    /// Lifetime λ.
+    pub fn lifetime(&self) -> f64 {
+        self.lifetime
+    }
+    /// The pause rule.
+    pub fn pause_rule(&self) -> PauseRule {
+        self.pause
+    }
+    /// Root node, `None` while the tree is empty.
+    pub fn root(&self) -> Option<u32> {
+        (self.root != NO_NODE).then_some(self.root)
+    }
+    /// Number of nodes in the arena.
+    pub fn n_nodes(&self) -> usize {
+        self.parent.len()
+    }
+    /// Whether `node` is a leaf.
+    #[inline]
+    pub fn is_leaf(&self, node: u32) -> bool {
+        self.left[node as usize] == NO_NODE
+    }
+    /// Whether `node` is a paused leaf.
+    pub fn is_paused(&self, node: u32) -> bool {
+        self.paused[node as usize]
+    }
+    /// Children `(left, right)` of an internal node.
+    pub fn children(&self, node: u32) -> Option<(u32, u32)> {
+        let l = self.left[node as usize];
+        (l != NO_NODE).then(|| (l, self.right[node as usize]))
+    }
+    /// Parent of `node`.
+    pub fn parent(&self, node: u32) -> Option<u32> {
+        let p = self.parent[node as usize];
+        (p != NO_NODE).then_some(p)
+    }
+    /// Split dimension δ of an internal node.
+    pub fn split_dimension(&self, node: u32) -> usize {
+        self.split_dim[node as usize] as usize
+    }
+    /// Split location ξ of an internal node.
+    pub fn split_location(&self, node: u32) -> Feature {
+        self.split_loc[node as usize]
+    }
+    /// Absolute split time τ (λ for leaves).
+    pub fn split_time(&self, node: u32) -> f64 {
+        self.tau[node as usize]
+    }
+    /// τ of the parent, 0 for the root.
+    #[inline]
+    pub fn parent_split_time(&self, node: u32) -> f64 {
+        match self.parent[node as usize] {
+            NO_NODE => 0.0,
+            p => self.tau[p as usize],
+        }
+    }
+    /// Lower corner of the node's data box.
+    #[inline]
+    pub fn lower(&self, node: u32) -> &[Feature] {
+        let (d, j) = (self.n_features, node as usize);
+        &self.bounds[2 * d * j..2 * d * j + d]
+    }
+    /// Upper corner of the node's data box.
+    #[inline]
+    pub fn upper(&self, node: u32) -> &[Feature] {
+        let (d, j) = (self.n_features, node as usize);
+        &self.bounds[2 * d * j + d..2 * d * (j + 1)]
+    }
+    /// Training point ids held by a leaf (with multiplicity); empty for internal nodes.
+    pub fn leaf_points(&self, node: u32) -> &[u32] {
+        &self.points[node as usize]
+    }
+    /// The child `x` is routed to: left iff `x[δ] ≤ ξ` (spec §1.2).
+    #[inline]
+    pub fn route(&self, node: u32, x: &[Feature]) -> u32 {
+        let j = node as usize;
+        if x[self.split_dim[j] as usize] <= self.split_loc[j] {
+            self.left[j]
+        } else {
+            self.right[j]
+        }
+    }
+    /// The leaf `x` is routed to (the tree must not be empty).
+    pub fn leaf_of(&self, x: &[Feature]) -> u32 {
+        let mut j = self.root;
+        while !self.is_leaf(j) {
+            j = self.route(j, x);
+        }
+        j
+    }
+    /// Ids of all leaves.
+    pub fn leaves(&self) -> Vec<u32> {
+        self.subtree_preorder(self.root)
+            .into_iter()
+            .filter(|&j| self.is_leaf(j))
+            .collect()
+    }
+    /// Number of leaves.
+    pub fn n_leaves(&self) -> usize {
+        // Every internal node has two children: leaves = internal + 1.
+        if self.root == NO_NODE {
+            0
+        } else {
+            self.n_nodes().div_ceil(2)
+        }
+    }
+    /// Depth of every leaf (root depth 0) with the number of points it holds.
+    pub fn leaf_depths(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        if self.root == NO_NODE {
+            return out;
+        }
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some((j, depth)) = stack.pop() {
+            match self.children(j) {
+                Some((l, r)) => {
+                    stack.push((r, depth + 1));
+                    stack.push((l, depth + 1));
+                }
+                None => out.push((depth, self.points[j as usize].len())),
+            }
+        }
+        out
+    }
+    /// Average leaf depth weighted by the points in each leaf (spec §7, the depth table).
+    pub fn weighted_depth(&self) -> f64 {
+        let depths = self.leaf_depths();
+        let total: usize = depths.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return 0.0;
+        }
+        depths.iter().map(|&(d, n)| (d * n) as f64).sum::<f64>() / total as f64
+    }
+    /// Heap bytes held by the structure, per node and in total (leaf point ids included).
+    pub fn heap_bytes(&self) -> usize {
+        let per_node = 3 * 4 + 4 + std::mem::size_of::<Feature>() + 8 + 1 + 24;
+        self.n_nodes() * (per_node + 2 * self.n_features * std::mem::size_of::<Feature>())
+            + self.points.iter().map(|p| p.len() * 4).sum::<usize>()
+    }
+
+    /// Nodes of the subtree rooted at `node`, parents before children, left before right.
+    pub fn subtree_preorder(&self, node: u32) -> Vec<u32> {
+        let mut order = Vec::new();
+        if node == NO_NODE {
+            return order;
+        }
+        let mut stack = vec![node];
+        while let Some(j) = stack.pop() {
+            order.push(j);
+            if let Some((l, r)) = self.children(j) {
+                stack.push(r);
+                stack.push(l);
+            }
+        }
+        order
+    }
+
+    fn new_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
+        let id = self.parent.len() as u32;
+        self.parent.push(parent);
+        self.left.push(NO_NODE);
+        self.right.push(NO_NODE);
+        self.split_dim.push(0);
+        self.split_loc.push(0.0);
+        self.tau.push(self.lifetime);
+        self.bounds
+            .extend(std::iter::repeat(0.0).take(2 * self.n_features));
+        self.paused.push(false);
+        self.points.push(Vec::new());
+        stats.resize(self.parent.len());
+        id
+    }
+
+    fn bounds_mut(&mut self, node: u32) -> (&mut [Feature], &mut [Feature]) {
+        let (d, j) = (self.n_features, node as usize);
+        self.bounds[2 * d * j..2 * d * (j + 1)].split_at_mut(d)
+    }
+
+    /// Sets the node's box to the bounding box of `points`.
+    fn fit_box<T: Copy>(&mut self, node: u32, points: &[u32], data: &TrainingPoints<T>) {
+        let (lower, upper) = self.bounds_mut(node);
+        lower.copy_from_slice(data.row(points[0]));
+        upper.copy_from_slice(data.row(points[0]));
+        for &i in &points[1..] {
+            for ((l, u), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(data.row(i)) {
+                *l = l.min(v);
+                *u = u.max(v);
+            }
+        }
+    }
+
+    /// Grows the box of `node` to contain `x`.
+    fn extend_box(&mut self, node: u32, x: &[Feature]) {
+        let (lower, upper) = self.bounds_mut(node);
+        for ((l, u), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(x) {
+            *l = l.min(v);
+            *u = u.max(v);
+        }
+    }
+
+    /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, [P] Alg. 1–2 and 9),
+    /// replacing whatever the tree held. Point ids may repeat (multiplicity).
+    pub fn fit<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        points: Vec<u32>,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        *self = MondrianTree::new(self.n_features, self.lifetime, self.pause);
+        stats.resize(0);
+        if points.is_empty() {
+            return;
+        }
+        self.root = self.new_node(NO_NODE, stats);
+        self.sample_block(self.root, points, 0.0, data, stats, rng);
+    }
+
+    /// `SampleMondrianBlock` with pausing ([P] Alg. 9) on an existing node slot, iteratively,
+    /// depth-first and left before right (spec §2.1 draw order). Statistics of the new
+    /// subtree are filled by one post-order pass (§3.3).
+    fn sample_block<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        node: u32,
+        points: Vec<u32>,
+        tau_parent: f64,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        let mut stack = vec![(node, points, tau_parent)];
+        while let Some((j, set, tp)) = stack.pop() {
+            self.fit_box(j, &set, data);
+            let ju = j as usize;
+            self.left[ju] = NO_NODE;
+            self.right[ju] = NO_NODE;
+            if self.pause.holds(&set, stats, data.targets) {
+                self.make_leaf(j, set, true);
+                continue;
+            }
+            let extent = linear_dimension(self.lower(j), self.upper(j));
+            let t = tp + split_time(rng, extent);
+            if t >= self.lifetime {
+                self.make_leaf(j, set, false);
+                continue;
+            }
+            let (lower, upper) = (self.lower(j), self.upper(j));
+            let ranges = lower
+                .iter()
+                .zip(upper)
+                .map(|(&l, &u)| f64::from(u) - f64::from(l));
+            let dim = sample_proportional(rng, ranges, extent);
+            let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
+            let (left_set, right_set): (Vec<u32>, Vec<u32>) = set
+                .into_iter()
+                .partition(|&i| data.row(i)[dim] <= loc);
+            self.tau[ju] = t;
+            self.split_dim[ju] = dim as u32;
+            self.split_loc[ju] = loc;
+            self.paused[ju] = false;
+            let l = self.new_node(j, stats);
+            let r = self.new_node(j, stats);
+            self.left[ju] = l;
+            self.right[ju] = r;
+            stack.push((r, right_set, t));
+            stack.push((l, left_set, t));
+        }
+        for &j in self.subtree_preorder(node).iter().rev() {
+            match self.children(j) {
+                Some((l, r)) => {
+                    stats.set_internal(j, l, r);
+                }
+                None => stats.set_leaf(j, &self.points[j as usize], data.targets),
+            }
+        }
+    }
+
+    fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
+        let j = node as usize;
+        self.tau[j] = self.lifetime;
+        self.paused[j] = paused;
+        self.points[j] = points;
+    }
+
+    /// Online extension by training point `point` with multiplicity `weight ≥ 1`
+    /// (spec §2.4–2.5, [P] Alg. 3–4 and 10 with the corrections of §9). The result has the
+    /// distribution of batch sampling on all points seen so far (§2.6).
+    pub fn extend<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        point: u32,
+        weight: u32,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        debug_assert!(weight >= 1);
+        let x = data.row(point);
+        let y = data.target(point);
+        if self.root == NO_NODE {
+            self.root = self.new_node(NO_NODE, stats);
+            self.new_leaf(self.root, point, weight, data, stats);
+            return;
+        }
+        let mut j = self.root;
+        loop {
+            let ju = j as usize;
+            if self.paused[ju] {
+                self.extend_box(j, x);
+                self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
+                if self.pause.holds(&self.points[ju], stats, data.targets) {
+                    if stats.absorb_leaf(j, y, weight) {
+                        self.propagate_absorb(self.parent[ju], y, weight, stats);
+                    }
+                } else {
+                    // Un-pause: re-sample the block from its parent's time on all its points.
+                    let set = std::mem::take(&mut self.points[ju]);
+                    self.paused[ju] = false;
+                    let tp = self.parent_split_time(j);
+                    self.sample_block(j, set, tp, data, stats, rng);
+                    self.propagate_recompute(self.parent[ju], stats);
+                }
+                return;
+            }
+            let eta = extension_rate(self.lower(j), self.upper(j), x);
+            let tp = self.parent_split_time(j);
+            let e = sample_exponential(rng, eta);
+            if tp + e < self.tau[ju] {
+                self.insert_parent(j, tp + e, eta, point, weight, data, stats, rng);
+                return;
+            }
+            self.extend_box(j, x);
+            if self.is_leaf(j) {
+                self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
+                if stats.absorb_leaf(j, y, weight) {
+                    self.propagate_absorb(self.parent[ju], y, weight, stats);
+                }
+                return;
+            }
+            j = self.route(j, x);
+        }
+    }
+
+    /// Inserts a new parent above `node` at time `tau` whose other child is a new leaf
+    /// holding `point` (spec §2.4 step 3).
+    #[allow(clippy::too_many_arguments)]
+    fn insert_parent<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        node: u32,
+        tau: f64,
+        eta: f64,
+        point: u32,
+        weight: u32,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        let x = data.row(point);
+        let cut = sample_extension_cut(rng, self.lower(node), self.upper(node), x, eta);
+        let old_parent = self.parent[node as usize];
+        let new_parent = self.new_node(old_parent, stats);
+        let np = new_parent as usize;
+        if old_parent == NO_NODE {
+            self.root = new_parent;
+        } else if self.left[old_parent as usize] == node {
+            self.left[old_parent as usize] = new_parent;
+        } else {
+            self.right[old_parent as usize] = new_parent;
+        }
+        self.split_dim[np] = cut.dimension as u32;
+        self.split_loc[np] = cut.location;
+        self.tau[np] = tau;
+        let d = self.n_features;
+        let (src, dst) = (2 * d * node as usize, 2 * d * np);
+        self.bounds.copy_within(src..src + 2 * d, dst);
+        self.extend_box(new_parent, x);
+        let leaf = self.new_node(new_parent, stats);
+        self.new_leaf(leaf, point, weight, data, stats);
+        if cut.point_goes_right {
+            self.left[np] = node;
+            self.right[np] = leaf;
+        } else {
+            self.left[np] = leaf;
+            self.right[np] = node;
+        }
+        self.parent[node as usize] = new_parent;
+        stats.set_parent_of(new_parent, node);
+        if stats.absorb_internal(new_parent, data.target(point), weight) {
+            self.propagate_absorb(old_parent, data.target(point), weight, stats);
+        }
+    }
+
+    /// Fills an allocated node as a single-point leaf (`SampleMondrianBlock` on `{x}`: no draw).
+    fn new_leaf<S: NodeStatistics>(
+        &mut self,
+        node: u32,
+        point: u32,
+        weight: u32,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+    ) {
+        let set = vec![point; weight as usize];
+        self.fit_box(node, &set, data);
+        let paused = self.pause.holds(&set, stats, data.targets);
+        stats.set_leaf(node, &set, data.targets);
+        self.make_leaf(node, set, paused);
+    }
+
+    fn propagate_absorb<S: NodeStatistics>(
+        &self,
+        mut node: u32,
+        target: S::Target,
+        weight: u32,
+        stats: &mut S,
+    ) {
+        while node != NO_NODE && stats.absorb_internal(node, target, weight) {
+            node = self.parent[node as usize];
+        }
+    }
+
+    fn propagate_recompute<S: NodeStatistics>(&self, mut node: u32, stats: &mut S) {
+        while node != NO_NODE {
+            let j = node as usize;
+            if !stats.set_internal(node, self.left[j], self.right[j]) {
+                break;
+            }
+            node = self.parent[j];
+        }
+    }
+
+    /// Checks the structural invariants of spec §1.6 (items 1–4, 7, 8) against the data;
+    /// returns a description of the first violation.
+    pub fn check_invariants<S: NodeStatistics>(
+        &self,
+        data: &TrainingPoints<S::Target>,
+        stats: &S,
+    ) -> Result<(), String> {
+        if self.root == NO_NODE {
+            return Ok(());
+        }
+        let order = self.subtree_preorder(self.root);
+        if order.len() != self.n_nodes() {
+            return Err(format!("{} reachable of {} nodes", order.len(), self.n_nodes()));
+        }
+        let d = self.n_features;
+        // Points under each node, bottom-up.
+        let mut under: Vec<Vec<u32>> = vec![Vec::new(); self.n_nodes()];
+        for &j in order.iter().rev() {
+            let ju = j as usize;
+            match self.children(j) {
+                Some((l, r)) => {
+                    if self.parent[l as usize] != j || self.parent[r as usize] != j {
+                        return Err(format!("node {j}: child parent pointer broken"));
+                    }
+                    if !self.points[ju].is_empty() {
+                        return Err(format!("internal node {j} holds points"));
+                    }
+                    let dim = self.split_dim[ju] as usize;
+                    let loc = self.split_loc[ju];
+                    if !(self.lower(j)[dim] <= loc && loc < self.upper(j)[dim]) {
+                        return Err(format!("node {j}: split {loc} outside its box"));
+                    }
+                    if self.upper(l)[dim] > loc || self.lower(r)[dim] <= loc {
+                        return Err(format!("node {j}: children on the wrong side of the split"));
+                    }
+                    if self.parent_split_time(j) > self.tau[ju] {
+                        return Err(format!("node {j}: split time decreases"));
+                    }
+                    if self.tau[ju] >= self.lifetime {
+                        return Err(format!("internal node {j}: τ ≥ λ"));
+                    }
+                    let mut all = std::mem::take(&mut under[l as usize]);
+                    all.extend(std::mem::take(&mut under[r as usize]));
+                    under[ju] = all;
+                }
+                None => {
+                    if self.points[ju].is_empty() {
+                        return Err(format!("leaf {j} is empty"));
+                    }
+                    if self.tau[ju] != self.lifetime {
+                        return Err(format!("leaf {j}: τ ≠ λ"));
+                    }
+                    let pauses = self.pause.holds(&self.points[ju], stats, data.targets);
+                    if self.paused[ju] && !pauses {
+                        return Err(format!("paused leaf {j} fails the pause predicate"));
+                    }
+                    if self.lifetime.is_infinite()
+                        && !pauses
+                        && linear_dimension(self.lower(j), self.upper(j)) > 0.0
+                    {
+                        return Err(format!("leaf {j} with λ = ∞ has a positive extent"));
+                    }
+                    under[ju] = self.points[ju].clone();
+                }
+            }
+            // Box equals the bounding box of the points below.
+            for dim in 0..d {
+                let lo = under[ju].iter().map(|&i| data.row(i)[dim]).fold(Feature::INFINITY, Feature::min);
+                let hi = under[ju].iter().map(|&i| data.row(i)[dim]).fold(Feature::NEG_INFINITY, Feature::max);
+                if lo != self.lower(j)[dim] || hi != self.upper(j)[dim] {
+                    return Err(format!("node {j}: box is not the bounding box in dim {dim}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
