@@ -11,15 +11,17 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::metrics::{accuracy, log_loss};
-use mondrian::{
-    BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, Scaling,
-};
+use mondrian::{BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, Scaling};
 use serde::{Deserialize, Serialize};
 
 use io::{integer_labels, read_dataset, read_features, DataError, Dataset};
 
 #[derive(Parser)]
-#[command(name = "mondrian", version, about = "Mondrian forests: online random forests with the distribution of batch ones")]
+#[command(
+    name = "mondrian",
+    version,
+    about = "Mondrian forests: online random forests with the distribution of batch ones"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -193,13 +195,19 @@ fn class_indices(labels: &[i64], values: &[i64]) -> Vec<usize> {
         .collect()
 }
 
-fn read_labelled(path: &Path, n_features: Option<usize>, values: Option<&[i64]>) -> Result<(Labelled, Vec<i64>), CliError> {
+fn read_labelled(
+    path: &Path,
+    n_features: Option<usize>,
+    values: Option<&[i64]>,
+) -> Result<(Labelled, Vec<i64>), CliError> {
     let data = read_dataset(path, n_features)?;
     if data.n_rows() == 0 {
         return Err(CliError::Usage(format!("{} holds no rows", path.display())));
     }
     let labels = integer_labels(&data, path)?;
-    let values = values.map(<[i64]>::to_vec).unwrap_or_else(|| class_values(&labels));
+    let values = values
+        .map(<[i64]>::to_vec)
+        .unwrap_or_else(|| class_values(&labels));
     let classes = class_indices(&labels, &values);
     Ok((Labelled { data, classes }, values))
 }
@@ -245,7 +253,11 @@ fn progress(len: u64, what: &str) -> ProgressBar {
 }
 
 /// Trains by batch `fit`, or point by point through `partial_fit` with `--online`.
-fn train_forest(args: &ForestArgs, train: &Labelled, n_classes: usize) -> Result<(MondrianForestClassifier, f64), CliError> {
+fn train_forest(
+    args: &ForestArgs,
+    train: &Labelled,
+    n_classes: usize,
+) -> Result<(MondrianForestClassifier, f64), CliError> {
     let params = params_from(args, &train.data, n_classes);
     let mut forest = MondrianForestClassifier::new(params)?;
     let d = train.data.n_features;
@@ -298,23 +310,28 @@ fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliErr
 }
 
 fn load_saved(model: &Path) -> Result<SavedClassifier, CliError> {
-    let file = std::fs::File::open(model).map_err(|e| {
-        CliError::Usage(format!("cannot open model {}: {e}", model.display()))
-    })?;
-    let saved: SavedClassifier = mondrian::persist::load(SAVED_KIND, std::io::BufReader::new(file))?;
+    let file = std::fs::File::open(model)
+        .map_err(|e| CliError::Usage(format!("cannot open model {}: {e}", model.display())))?;
+    let saved: SavedClassifier =
+        mondrian::persist::load(SAVED_KIND, std::io::BufReader::new(file))?;
     if saved.classes.len() != saved.forest.n_classes() {
-        return Err(MondrianError::CorruptModel("class list does not match the model".into()).into());
+        return Err(
+            MondrianError::CorruptModel("class list does not match the model".into()).into(),
+        );
     }
     Ok(saved)
 }
 
-fn run_predict(model: &Path, input: &Path, output: Option<&Path>, proba: bool, threads: usize) -> Result<(), CliError> {
+fn run_predict(
+    model: &Path,
+    input: &Path,
+    output: Option<&Path>,
+    proba: bool,
+    threads: usize,
+) -> Result<(), CliError> {
     let mut saved = load_saved(model)?;
     saved.forest.set_n_threads(threads);
-    let d = saved
-        .forest
-        .n_features()
-        .ok_or(MondrianError::NotFitted)?;
+    let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
     let data = read_features(input, d)?;
     let mut text = String::new();
     if proba {
@@ -356,7 +373,10 @@ fn evaluate(forest: &MondrianForestClassifier, test: &Labelled) -> Result<Evalua
     let proba = forest.predict_proba(&test.data.x, d)?;
     let seconds = start.elapsed().as_secs_f64();
     let k = forest.n_classes();
-    let predicted: Vec<usize> = proba.chunks_exact(k).map(mondrian::metrics::argmax).collect();
+    let predicted: Vec<usize> = proba
+        .chunks_exact(k)
+        .map(mondrian::metrics::argmax)
+        .collect();
     Ok(Evaluation {
         accuracy: accuracy(&predicted, &test.classes),
         log_loss: log_loss(&proba, k, &test.classes),
@@ -443,11 +463,16 @@ fn learning_curve(
 ) -> Result<(Vec<CurveStep>, MondrianForestClassifier), CliError> {
     let n = train.data.n_rows();
     if batches == 0 || batches > n {
-        return Err(CliError::Usage(format!("--batches must be between 1 and the {n} training rows")));
+        return Err(CliError::Usage(format!(
+            "--batches must be between 1 and the {n} training rows"
+        )));
     }
     let d = train.data.n_features;
     let order = shuffled(n, args.seed);
-    let x: Vec<f64> = order.iter().flat_map(|&i| train.data.x[i * d..(i + 1) * d].iter().copied()).collect();
+    let x: Vec<f64> = order
+        .iter()
+        .flat_map(|&i| train.data.x[i * d..(i + 1) * d].iter().copied())
+        .collect();
     let y: Vec<usize> = order.iter().map(|&i| train.classes[i]).collect();
     let mut forest = MondrianForestClassifier::new(params_from(args, &train.data, n_classes))?;
     let size = n / batches;
@@ -496,26 +521,33 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
-fn run_curve(train: &Path, test: &Path, batches: usize, args: &ForestArgs, json: bool) -> Result<(), CliError> {
+fn run_curve(
+    train: &Path,
+    test: &Path,
+    batches: usize,
+    args: &ForestArgs,
+    json: bool,
+) -> Result<(), CliError> {
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;
     let bar = progress(batches as u64, "mini-batches");
-    let (steps, forest) = learning_curve(&train_set, &test_set, values.len(), batches, args, |s| {
-        bar.inc(1);
-        if !json {
-            bar.suspend(|| {
-                println!(
-                    "{:>7} seen ({:>5.1}%)  accuracy {:.4}  log-loss {:.4}  train {:.2}s",
-                    s.n_seen,
-                    100.0 * s.fraction,
-                    s.accuracy,
-                    s.log_loss,
-                    s.train_seconds
-                )
-            });
-        }
-    })?;
+    let (steps, forest) =
+        learning_curve(&train_set, &test_set, values.len(), batches, args, |s| {
+            bar.inc(1);
+            if !json {
+                bar.suspend(|| {
+                    println!(
+                        "{:>7} seen ({:>5.1}%)  accuracy {:.4}  log-loss {:.4}  train {:.2}s",
+                        s.n_seen,
+                        100.0 * s.fraction,
+                        s.accuracy,
+                        s.log_loss,
+                        s.train_seconds
+                    )
+                });
+            }
+        })?;
     bar.finish_and_clear();
     if json {
         let s = forest.summary();
@@ -540,10 +572,16 @@ const DEMO_TEST: &[u8] = include_bytes!("../../../datasets/satimage_test.csv.gz"
 
 fn run_demo() -> Result<(), CliError> {
     let dir = std::env::temp_dir().join(format!("mondrian-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| CliError::Write { path: dir.clone(), source })?;
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Write {
+        path: dir.clone(),
+        source,
+    })?;
     let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, CliError> {
         let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|source| CliError::Write { path: path.clone(), source })?;
+        std::fs::write(&path, bytes).map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?;
         Ok(path)
     };
     let train_path = write("satimage_train.csv.gz", DEMO_TRAIN)?;
@@ -562,7 +600,10 @@ fn run_demo() -> Result<(), CliError> {
         train.data.n_features,
         values.len()
     );
-    println!("{:>8} {:>9} {:>9} {:>9}  accuracy", "seen", "accuracy", "log-loss", "train s");
+    println!(
+        "{:>8} {:>9} {:>9} {:>9}  accuracy",
+        "seen", "accuracy", "log-loss", "train s"
+    );
     let args = ForestArgs {
         trees: 100,
         lifetime: f64::INFINITY,
@@ -595,12 +636,31 @@ fn run_demo() -> Result<(), CliError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Train { train, model, forest } => run_train(train, model, forest),
-        Command::Predict { model, input, output, proba, threads } => {
-            run_predict(model, input, output.as_deref(), *proba, *threads)
-        }
-        Command::Eval { train, test, forest, json } => run_eval(train, test, forest, *json),
-        Command::Curve { train, test, batches, forest, json } => run_curve(train, test, *batches, forest, *json),
+        Command::Train {
+            train,
+            model,
+            forest,
+        } => run_train(train, model, forest),
+        Command::Predict {
+            model,
+            input,
+            output,
+            proba,
+            threads,
+        } => run_predict(model, input, output.as_deref(), *proba, *threads),
+        Command::Eval {
+            train,
+            test,
+            forest,
+            json,
+        } => run_eval(train, test, forest, *json),
+        Command::Curve {
+            train,
+            test,
+            batches,
+            forest,
+            json,
+        } => run_curve(train, test, *batches, forest, *json),
         Command::Demo => run_demo(),
     };
     match result {

@@ -114,7 +114,9 @@ impl FeatureScaler {
             if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
                 return Err(MondrianError::InvalidParameter {
                     name: "feature ranges",
-                    reason: format!("feature {d}: ({lo}, {hi}) is not a finite range with min ≤ max"),
+                    reason: format!(
+                        "feature {d}: ({lo}, {hi}) is not a finite range with min ≤ max"
+                    ),
                 });
             }
             offset.push(lo);

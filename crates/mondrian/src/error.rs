@@ -28,7 +28,9 @@ pub enum MondrianError {
         got: usize,
     },
     /// The feature matrix length is not a multiple of the number of features.
-    #[error("feature buffer of length {len} is not a whole number of rows of {n_features} features")]
+    #[error(
+        "feature buffer of length {len} is not a whole number of rows of {n_features} features"
+    )]
     RaggedMatrix {
         /// Buffer length.
         len: usize,
@@ -70,7 +72,9 @@ pub enum MondrianError {
     #[error("cannot load model: {0}")]
     CorruptModel(String),
     /// A saved model was written by an incompatible format version.
-    #[error("model file format version {found} is not supported (this build reads version {supported})")]
+    #[error(
+        "model file format version {found} is not supported (this build reads version {supported})"
+    )]
     IncompatibleVersion {
         /// Version in the file.
         found: u32,

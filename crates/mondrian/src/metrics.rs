@@ -20,7 +20,11 @@ pub fn log_loss(proba: &[f64], n_classes: usize, truth: &[usize]) -> f64 {
         .iter()
         .enumerate()
         .map(|(i, &y)| {
-            let p = if y < n_classes { proba[i * n_classes + y] } else { 0.0 };
+            let p = if y < n_classes {
+                proba[i * n_classes + y]
+            } else {
+                0.0
+            };
             -p.max(1e-15).ln()
         })
         .sum();

@@ -126,9 +126,11 @@ pub fn sample_extension_cut<R: Rng + ?Sized>(
     x: &[Feature],
     eta: f64,
 ) -> ExtensionCut {
-    let gaps = lower.iter().zip(upper).zip(x).map(|((&l, &u), &v)| {
-        f64::from((l - v).max(0.0)) + f64::from((v - u).max(0.0))
-    });
+    let gaps = lower
+        .iter()
+        .zip(upper)
+        .zip(x)
+        .map(|((&l, &u), &v)| f64::from((l - v).max(0.0)) + f64::from((v - u).max(0.0)));
     let dimension = sample_proportional(rng, gaps, eta);
     let (l, u, v) = (lower[dimension], upper[dimension], x[dimension]);
     if v > u {
@@ -204,7 +206,10 @@ mod tests {
                 integral += eta * (-eta * t).exp() / norm * (-gamma * t).exp() * h;
             }
             let d = expected_discount(eta, gamma, delta);
-            assert!((d - integral).abs() < 1e-7, "{eta} {gamma} {delta}: {d} vs {integral}");
+            assert!(
+                (d - integral).abs() < 1e-7,
+                "{eta} {gamma} {delta}: {d} vs {integral}"
+            );
             let lower = (-gamma * delta).exp().max(eta / (eta + gamma));
             assert!(d >= lower - 1e-12 && d <= 1.0 + 1e-12);
             assert!(expected_discount(eta, gamma * 1.5, delta) <= d);

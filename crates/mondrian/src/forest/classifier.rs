@@ -302,13 +302,15 @@ impl MondrianForestClassifier {
                 let points = if bagging {
                     (0..n as u32)
                         .flat_map(|i| {
-                            std::iter::repeat(i).take(poisson_weight(seed, t, u64::from(i)) as usize)
+                            std::iter::repeat(i)
+                                .take(poisson_weight(seed, t, u64::from(i)) as usize)
                         })
                         .collect()
                 } else {
                     (0..n as u32).collect()
                 };
-                unit.tree.fit(points, &data, &mut unit.counts, &mut unit.rng);
+                unit.tree
+                    .fit(points, &data, &mut unit.counts, &mut unit.rng);
             })
         });
         Ok(())
@@ -438,7 +440,14 @@ impl MondrianForestClassifier {
                             .chunks_exact_mut(k)
                             .zip(x_block.chunks_exact(n_features))
                         {
-                            model.predict_tree(&unit.tree, &unit.counts, xi, scale, &mut scratch, o);
+                            model.predict_tree(
+                                &unit.tree,
+                                &unit.counts,
+                                xi,
+                                scale,
+                                &mut scratch,
+                                o,
+                            );
                         }
                     }
                 })
@@ -465,7 +474,8 @@ impl MondrianForestClassifier {
             .iter()
             .map(|u| u.tree.heap_bytes() + u.tree.n_nodes() * u.counts.bytes_per_node())
             .sum();
-        let store_bytes = self.features.len() * std::mem::size_of::<Feature>() + self.labels.len() * 4;
+        let store_bytes =
+            self.features.len() * std::mem::size_of::<Feature>() + self.labels.len() * 4;
         ForestSummary {
             n_trees: self.trees.len(),
             n_nodes,

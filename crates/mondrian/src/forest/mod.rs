@@ -28,7 +28,11 @@ pub fn tree_rng(seed: u64, index: usize) -> Xoshiro256PlusPlus {
 /// (spec `bayesian-trees.md` §6.2), drawn by inversion from a uniform that depends only on
 /// `(seed, tree, example)`.
 pub fn poisson_weight(seed: u64, tree: usize, example: u64) -> u32 {
-    let h = mix64(mix64(seed ^ 0x5851_f42d_4c95_7f2d) ^ mix64(tree as u64) ^ example.wrapping_mul(0xa076_1d64_78bd_642f));
+    let h = mix64(
+        mix64(seed ^ 0x5851_f42d_4c95_7f2d)
+            ^ mix64(tree as u64)
+            ^ example.wrapping_mul(0xa076_1d64_78bd_642f),
+    );
     let u = (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     // P(k) = e^{-1} / k!; walk the CDF.
     let mut p = (-1.0f64).exp();

@@ -96,7 +96,8 @@ impl NodeStatistics for LabelCounts {
         let k = self.n_classes;
         let mut changed = false;
         for y in 0..k {
-            let v = self.counts[left as usize * k + y].min(1) + self.counts[right as usize * k + y].min(1);
+            let v = self.counts[left as usize * k + y].min(1)
+                + self.counts[right as usize * k + y].min(1);
             let slot = &mut self.counts[node as usize * k + y];
             // Only presence (tables) reaches the parent.
             changed |= (*slot).min(1) != v.min(1);
@@ -231,13 +232,26 @@ impl LabelModel {
             let c = counts.node(step.node);
             if step.branch_weight > 0.0 {
                 let d_bar = expected_discount(step.eta, self.gamma, step.delta);
-                self.add_branch_mean(c, d_bar, &scratch.parent_mean, scale * step.branch_weight, out);
+                self.add_branch_mean(
+                    c,
+                    d_bar,
+                    &scratch.parent_mean,
+                    scale * step.branch_weight,
+                    out,
+                );
             }
-            Self::posterior_mean(c, self.discount(step.delta), &scratch.parent_mean, &mut scratch.mean);
+            Self::posterior_mean(
+                c,
+                self.discount(step.delta),
+                &scratch.parent_mean,
+                &mut scratch.mean,
+            );
             if step.is_leaf {
                 if step.leaf_weight > 0.0 {
                     let w = scale * step.leaf_weight;
-                    out.iter_mut().zip(&scratch.mean).for_each(|(o, &g)| *o += w * g);
+                    out.iter_mut()
+                        .zip(&scratch.mean)
+                        .for_each(|(o, &g)| *o += w * g);
                 }
             } else {
                 std::mem::swap(&mut scratch.parent_mean, &mut scratch.mean);

@@ -17,11 +17,11 @@ pub use path::PathStep;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::process::{extension_rate, sample_exponential};
 use crate::process::{
     linear_dimension, sample_extension_cut, sample_proportional, sample_uniform_half_open,
     split_time, Feature,
 };
-use crate::process::{extension_rate, sample_exponential};
 
 /// Sentinel for "no node".
 pub const NO_NODE: u32 = u32::MAX;
@@ -394,9 +394,8 @@ impl MondrianTree {
                 .map(|(&l, &u)| f64::from(u) - f64::from(l));
             let dim = sample_proportional(rng, ranges, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
-            let (left_set, right_set): (Vec<u32>, Vec<u32>) = set
-                .into_iter()
-                .partition(|&i| data.row(i)[dim] <= loc);
+            let (left_set, right_set): (Vec<u32>, Vec<u32>) =
+                set.into_iter().partition(|&i| data.row(i)[dim] <= loc);
             self.tau[ju] = t;
             self.split_dim[ju] = dim as u32;
             self.split_loc[ju] = loc;
@@ -582,7 +581,11 @@ impl MondrianTree {
         }
         let order = self.subtree_preorder(self.root);
         if order.len() != self.n_nodes() {
-            return Err(format!("{} reachable of {} nodes", order.len(), self.n_nodes()));
+            return Err(format!(
+                "{} reachable of {} nodes",
+                order.len(),
+                self.n_nodes()
+            ));
         }
         let d = self.n_features;
         // Points under each node, bottom-up.
@@ -637,10 +640,18 @@ impl MondrianTree {
             }
             // Box equals the bounding box of the points below.
             for dim in 0..d {
-                let lo = under[ju].iter().map(|&i| data.row(i)[dim]).fold(Feature::INFINITY, Feature::min);
-                let hi = under[ju].iter().map(|&i| data.row(i)[dim]).fold(Feature::NEG_INFINITY, Feature::max);
+                let lo = under[ju]
+                    .iter()
+                    .map(|&i| data.row(i)[dim])
+                    .fold(Feature::INFINITY, Feature::min);
+                let hi = under[ju]
+                    .iter()
+                    .map(|&i| data.row(i)[dim])
+                    .fold(Feature::NEG_INFINITY, Feature::max);
                 if lo != self.lower(j)[dim] || hi != self.upper(j)[dim] {
-                    return Err(format!("node {j}: box is not the bounding box in dim {dim}"));
+                    return Err(format!(
+                        "node {j}: box is not the bounding box in dim {dim}"
+                    ));
                 }
             }
         }

@@ -1,0 +1,218 @@
+//! The `mondrian` command on good and bad input: clear errors, exit code 2, no panic.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn mondrian() -> Command {
+    Command::cargo_bin("mondrian").unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const TRAIN: &str = "a,b,label\n0,0,1\n0.1,0.2,1\n1,1,7\n0.9,0.8,7\n0.5,0.1,1\n0.6,0.9,7\n";
+
+fn fails_with(cmd: &mut Command, needle: &str) {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(needle), "expected `{needle}` in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn train_predict_roundtrip_keeps_original_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", TRAIN);
+    let model = dir.path().join("m.bin");
+    mondrian()
+        .args(["train", "--trees", "5", "--train"])
+        .arg(&train)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let input = write(dir.path(), "in.csv", "a,b\n0.05,0.1\n0.95,0.9\n");
+    let out = dir.path().join("pred.csv");
+    mondrian()
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--input")
+        .arg(&input)
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "label\n1\n7\n");
+    let proba = mondrian()
+        .args(["predict", "--proba", "--model"])
+        .arg(&model)
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(proba.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("p_1,p_7"));
+    for line in lines {
+        let s: f64 = line.split(',').map(|v| v.parse::<f64>().unwrap()).sum();
+        assert!((s - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn eval_json_has_the_promised_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", TRAIN);
+    for online in [false, true] {
+        let mut cmd = mondrian();
+        cmd.args(["eval", "--json", "--trees", "4", "--train"])
+            .arg(&train)
+            .arg("--test")
+            .arg(&train);
+        if online {
+            cmd.arg("--online");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for key in [
+            "accuracy",
+            "log_loss",
+            "train_seconds",
+            "predict_seconds",
+            "n_train",
+            "n_test",
+            "trees",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        // λ = ∞ with pausing fits distinct training points exactly.
+        assert_eq!(v["accuracy"].as_f64(), Some(1.0));
+        assert_eq!(v["n_train"].as_u64(), Some(6));
+    }
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = write(d, "good.csv", TRAIN);
+    let cases = [
+        (
+            "nan.csv",
+            "a,b,label\n0,NaN,1\n1,1,0\n",
+            "not a finite number",
+        ),
+        (
+            "inf.csv",
+            "a,b,label\n0,inf,1\n1,1,0\n",
+            "not a finite number",
+        ),
+        ("text.csv", "a,b,label\n0,abc,1\n1,1,0\n", "abc"),
+        ("ragged.csv", "a,b,label\n0,1,1\n1,1\n", "column"),
+        ("label.csv", "a,b,label\n0,1,1.5\n1,1,0\n", "1.5"),
+        ("empty.csv", "", "empty"),
+        ("header.csv", "a,b,label\n", "no data rows"),
+    ];
+    for (name, text, needle) in cases {
+        let p = write(d, name, text);
+        fails_with(
+            mondrian()
+                .args(["eval", "--trees", "2", "--train"])
+                .arg(&p)
+                .arg("--test")
+                .arg(&good),
+            needle,
+        );
+    }
+    // Test file of another width.
+    let wide = write(d, "wide.csv", "a,b,c,label\n0,1,2,1\n");
+    fails_with(
+        mondrian()
+            .args(["eval", "--trees", "2", "--train"])
+            .arg(&good)
+            .arg("--test")
+            .arg(&wide),
+        "",
+    );
+    // Missing file.
+    fails_with(
+        mondrian()
+            .args(["eval", "--train", "/nonexistent.csv", "--test"])
+            .arg(&good),
+        "/nonexistent.csv",
+    );
+    // Corrupt model file.
+    let junk = write(d, "junk.bin", "not a model");
+    fails_with(
+        mondrian()
+            .args(["predict", "--model"])
+            .arg(&junk)
+            .arg("--input")
+            .arg(&good),
+        "cannot load model",
+    );
+    // Bad lifetime.
+    let out = mondrian()
+        .args(["eval", "--lifetime", "-3", "--train"])
+        .arg(&good)
+        .arg("--test")
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn libsvm_input_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "train.libsvm",
+        "1 1:0 2:0\n1 1:0.1 2:0.2\n2 1:1 2:1\n2 1:0.9 2:0.8\n",
+    );
+    let out = mondrian()
+        .args(["eval", "--json", "--trees", "3", "--train"])
+        .arg(&p)
+        .arg("--test")
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["accuracy"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn curve_reports_every_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", TRAIN);
+    let out = mondrian()
+        .args([
+            "curve",
+            "--json",
+            "--batches",
+            "3",
+            "--trees",
+            "3",
+            "--train",
+        ])
+        .arg(&train)
+        .arg("--test")
+        .arg(&train)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[2]["n_seen"].as_u64(), Some(6));
+}

@@ -1,0 +1,241 @@
+//! Bad input gives a typed error, never a panic (DESIGN.md principle 5).
+
+use mondrian::{ClassifierParams, MondrianError, MondrianForestClassifier, Scaling};
+
+fn small() -> MondrianForestClassifier {
+    MondrianForestClassifier::new(ClassifierParams {
+        n_trees: 3,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn non_finite_features_are_refused() {
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let mut f = small();
+        let err = f.fit(&[0.0, 1.0, bad, 2.0], 2, &[0, 1]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                MondrianError::NonFinite {
+                    row: 1,
+                    feature: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        f.fit(&[0.0, 1.0, 1.0, 2.0], 2, &[0, 1]).unwrap();
+        assert!(matches!(
+            f.partial_fit(&[bad, 0.0], 2, &[0]).unwrap_err(),
+            MondrianError::NonFinite { .. }
+        ));
+        assert!(matches!(
+            f.predict_proba(&[0.0, bad], 2).unwrap_err(),
+            MondrianError::NonFinite {
+                row: 0,
+                feature: 1,
+                ..
+            }
+        ));
+        // Nothing was absorbed by the failed calls.
+        assert_eq!(f.n_samples_seen(), 2);
+    }
+}
+
+#[test]
+fn wrong_width_is_refused() {
+    let mut f = small();
+    f.fit(&[0.0, 1.0, 1.0, 2.0], 2, &[0, 1]).unwrap();
+    let err = f.predict(&[0.0, 1.0, 2.0], 3).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MondrianError::WidthMismatch {
+                expected: 2,
+                got: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        f.partial_fit(&[0.0, 1.0, 2.0], 3, &[0]).unwrap_err(),
+        MondrianError::WidthMismatch { .. }
+    ));
+    assert!(matches!(
+        f.predict(&[0.0, 1.0, 2.0], 2).unwrap_err(),
+        MondrianError::RaggedMatrix {
+            len: 3,
+            n_features: 2
+        }
+    ));
+    assert!(matches!(
+        f.fit(&[0.0, 1.0], 0, &[0]).unwrap_err(),
+        MondrianError::InvalidParameter { .. }
+    ));
+}
+
+#[test]
+fn empty_and_mismatched_data_are_refused() {
+    let mut f = small();
+    assert!(matches!(
+        f.fit(&[], 2, &[]).unwrap_err(),
+        MondrianError::EmptyData(_)
+    ));
+    assert!(matches!(
+        f.fit(&[0.0, 1.0], 2, &[0, 1]).unwrap_err(),
+        MondrianError::LengthMismatch {
+            n_rows: 1,
+            n_labels: 2
+        }
+    ));
+    assert!(matches!(
+        f.predict(&[0.0, 1.0], 2).unwrap_err(),
+        MondrianError::NotFitted
+    ));
+    // An empty mini-batch is a no-op, not an error.
+    f.partial_fit(&[], 2, &[]).unwrap();
+}
+
+#[test]
+fn labels_outside_declared_classes_are_refused() {
+    let mut f = MondrianForestClassifier::new(ClassifierParams {
+        n_trees: 2,
+        n_classes: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let err = f.fit(&[0.0, 1.0, 2.0], 1, &[0, 1, 2]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MondrianError::LabelOutOfRange {
+                row: 2,
+                label: 2,
+                n_classes: 2
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_parameters_are_refused() {
+    let cases = [
+        ClassifierParams {
+            n_trees: 0,
+            ..Default::default()
+        },
+        ClassifierParams {
+            lifetime: -1.0,
+            ..Default::default()
+        },
+        ClassifierParams {
+            lifetime: f64::NAN,
+            ..Default::default()
+        },
+        ClassifierParams {
+            discount_factor: f64::INFINITY,
+            ..Default::default()
+        },
+        ClassifierParams {
+            n_classes: Some(0),
+            ..Default::default()
+        },
+        ClassifierParams {
+            scaling: Scaling::Ranges(vec![(1.0, 0.0)]),
+            ..Default::default()
+        },
+    ];
+    for p in cases {
+        assert!(matches!(
+            MondrianForestClassifier::new(p).unwrap_err(),
+            MondrianError::InvalidParameter { .. }
+        ));
+    }
+}
+
+#[test]
+fn new_class_mid_stream_grows_k() {
+    let mut f = small();
+    f.partial_fit(&[0.0, 0.1, 1.0, 1.0], 2, &[0, 1]).unwrap();
+    assert_eq!(f.n_classes(), 2);
+    f.partial_fit(&[5.0, 5.0], 2, &[2]).unwrap();
+    assert_eq!(f.n_classes(), 3);
+    let p = f.predict_proba(&[5.0, 5.0, 0.0, 0.1], 2).unwrap();
+    assert_eq!(p.len(), 6);
+    for row in p.chunks(3) {
+        assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    }
+    assert_eq!(f.predict(&[5.0, 5.0], 2).unwrap(), vec![2]);
+}
+
+#[test]
+fn corrupt_truncated_and_foreign_model_bytes_are_refused() {
+    let mut f = small();
+    f.fit(&[0.0, 1.0, 1.0, 2.0, 3.0, 0.5], 2, &[0, 1, 1])
+        .unwrap();
+    let bytes = f.to_bytes().unwrap();
+    // Round trip predicts identically.
+    let g = MondrianForestClassifier::from_bytes(&bytes).unwrap();
+    let x = [0.3, 0.7, 2.0, 2.0];
+    assert_eq!(
+        f.predict_proba(&x, 2).unwrap(),
+        g.predict_proba(&x, 2).unwrap()
+    );
+    // Truncated anywhere.
+    for cut in [0, 5, 12, 20, bytes.len() / 2, bytes.len() - 1] {
+        let err = MondrianForestClassifier::from_bytes(&bytes[..cut]).unwrap_err();
+        assert!(
+            matches!(err, MondrianError::CorruptModel(_)),
+            "cut {cut}: {err}"
+        );
+    }
+    // A flipped payload byte.
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 10;
+    flipped[last] ^= 0x40;
+    assert!(matches!(
+        MondrianForestClassifier::from_bytes(&flipped).unwrap_err(),
+        MondrianError::CorruptModel(m) if m.contains("checksum")
+    ));
+    // Another format version.
+    let mut versioned = bytes.clone();
+    versioned[8] = 99;
+    assert!(matches!(
+        MondrianForestClassifier::from_bytes(&versioned).unwrap_err(),
+        MondrianError::IncompatibleVersion { found: 99, .. }
+    ));
+    // Not a model at all.
+    assert!(MondrianForestClassifier::from_bytes(b"label,x\n1,2\n").is_err());
+    // Missing file.
+    assert!(matches!(
+        MondrianForestClassifier::load("/nonexistent/model.bin").unwrap_err(),
+        MondrianError::Io(_)
+    ));
+}
+
+#[test]
+fn same_model_whatever_the_thread_count() {
+    let x: Vec<f64> = (0..400).map(|i| ((i * 7919) % 101) as f64 / 10.0).collect();
+    let y: Vec<usize> = (0..200).map(|i| i * 31 % 3).collect();
+    let mut models = Vec::new();
+    for threads in [1, 2, 3] {
+        let mut f = MondrianForestClassifier::new(ClassifierParams {
+            n_trees: 8,
+            n_threads: threads,
+            bagging: true,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x[..200], 2, &y[..100]).unwrap();
+        f.partial_fit(&x[200..], 2, &y[100..]).unwrap();
+        // The thread setting itself is part of the saved parameters; everything else must match.
+        f.set_n_threads(0);
+        models.push(f.to_bytes().unwrap());
+    }
+    assert_eq!(models[0], models[1]);
+    assert_eq!(models[0], models[2]);
+}
