@@ -96,13 +96,28 @@ fn next_down(b: Feature) -> Feature {
 /// (§2.4 step 1, §4.1). Zero iff `x` lies in the closed box.
 #[inline]
 pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
-    let mut eta = 0.0f64;
-    for ((&l, &u), &v) in lower.iter().zip(upper).zip(x) {
-        let below = (l - v).max(0.0);
-        let above = (v - u).max(0.0);
-        eta += f64::from(below) + f64::from(above);
+    // Four partial sums break the dependency chain so the loop vectorises; differences
+    // are taken in f64, where they are exact for f32 inputs.
+    let mut acc = [0.0f64; 4];
+    let (l4, u4, x4) = (lower.chunks_exact(4), upper.chunks_exact(4), x.chunks_exact(4));
+    let (lr, ur, xr) = (l4.remainder(), u4.remainder(), x4.remainder());
+    for ((l, u), v) in l4.zip(u4).zip(x4) {
+        for lane in 0..4 {
+            acc[lane] += gap(l[lane], u[lane], v[lane]);
+        }
     }
-    eta
+    for ((&l, &u), &v) in lr.iter().zip(ur).zip(xr) {
+        acc[0] += gap(l, u, v);
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+#[inline(always)]
+fn gap(l: Feature, u: Feature, v: Feature) -> f64 {
+    let (l, u, v) = (f64::from(l), f64::from(u), f64::from(v));
+    let below = l - v;
+    let above = v - u;
+    (if below > 0.0 { below } else { 0.0 }) + (if above > 0.0 { above } else { 0.0 })
 }
 
 /// A cut separating a new point from an existing box (§2.4 step 3).
@@ -171,6 +186,32 @@ pub fn expected_discount(eta: f64, gamma: f64, delta: f64) -> f64 {
     ratio * num / den
 }
 
+/// [`expected_discount`] from quantities the prediction path already holds:
+/// `p_split = −expm1(−ηΔ)` and `discount = exp(−γΔ)`, saving two exponentials per node.
+/// Equal to [`expected_discount`] up to rounding.
+#[inline]
+pub fn expected_discount_given(eta: f64, gamma: f64, delta: f64, p_split: f64, discount: f64) -> f64 {
+    if gamma == 0.0 {
+        return 1.0;
+    }
+    let ratio = eta / (eta + gamma);
+    if delta.is_infinite() {
+        return ratio;
+    }
+    let rate_time = (eta + gamma) * delta;
+    // exp(−(η+γ)Δ) = exp(−ηΔ)·exp(−γΔ); the subtraction is safe once the exponent is
+    // not small, below that expm1 keeps the digits.
+    let num = if rate_time > 0.5 {
+        (1.0 - p_split) * discount - 1.0
+    } else {
+        (-rate_time).exp_m1()
+    };
+    if p_split == 0.0 {
+        return -(-gamma * delta).exp_m1() / (gamma * delta);
+    }
+    -ratio * num / p_split
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +254,25 @@ mod tests {
             let lower = (-gamma * delta).exp().max(eta / (eta + gamma));
             assert!(d >= lower - 1e-12 && d <= 1.0 + 1e-12);
             assert!(expected_discount(eta, gamma * 1.5, delta) <= d);
+        }
+    }
+
+    #[test]
+    fn expected_discount_given_agrees() {
+        for &(eta, gamma, delta) in &[
+            (1.0, 2.0, 0.5),
+            (3.0, 3.0, 1.0),
+            (1e-12, 2.0, 0.5),
+            (0.3, 5.0, 2.0),
+            (40.0, 160.0, 0.01),
+            (1e-3, 2560.0, 1e-4),
+            (7.0, 1.0, 30.0),
+        ] {
+            let p = -(-eta * delta).exp_m1();
+            let d = (-gamma * delta).exp();
+            let a = expected_discount(eta, gamma, delta);
+            let b = expected_discount_given(eta, gamma, delta, p, d);
+            assert!((a - b).abs() <= 1e-12 * a.max(1e-300), "{eta} {gamma} {delta}: {a} {b}");
         }
     }
 

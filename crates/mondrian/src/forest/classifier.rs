@@ -428,7 +428,7 @@ impl MondrianForestClassifier {
         };
         let trees = &self.trees;
         let scale = 1.0 / trees.len() as f64;
-        const BLOCK: usize = 64;
+        const BLOCK: usize = 1024;
         self.pool.install(|| {
             out.par_chunks_mut(BLOCK * k)
                 .zip(scaled.par_chunks(BLOCK * n_features))

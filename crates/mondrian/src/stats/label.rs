@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::process::{expected_discount, Feature};
-use crate::tree::{MondrianTree, NodeStatistics};
+use crate::process::{expected_discount, expected_discount_given, Feature};
+use crate::tree::{MondrianTree, NodeStatistics, PathStep};
 
 /// Which counts the branch-off node uses in prediction (spec §4.3, §9 item 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -19,10 +19,13 @@ pub enum BranchCounts {
 
 /// IKN customer counts `c_{j,k}` per node (spec §3.2): the label histogram at leaves and
 /// `tab_left + tab_right ∈ {0,1,2}` at internal nodes; tables are `min(c, 1)`.
+///
+/// Each node's record is `[C_j, T_j, c_{j,0}, …, c_{j,K−1}]` (total customers, tables,
+/// counts), so prediction reads one contiguous run and never re-sums the counts.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LabelCounts {
     n_classes: usize,
-    counts: Vec<u32>,
+    records: Vec<u32>,
 }
 
 impl LabelCounts {
@@ -30,7 +33,7 @@ impl LabelCounts {
     pub fn new(n_classes: usize) -> Self {
         LabelCounts {
             n_classes,
-            counts: Vec::new(),
+            records: Vec::new(),
         }
     }
 
@@ -39,92 +42,127 @@ impl LabelCounts {
         self.n_classes
     }
 
+    #[inline]
+    fn stride(&self) -> usize {
+        self.n_classes + 2
+    }
+
     /// Grows K (a new class appeared); existing counts keep their class indices.
     pub fn grow_classes(&mut self, n_classes: usize) {
         if n_classes <= self.n_classes {
             return;
         }
-        let n_nodes = self.counts.len() / self.n_classes.max(1);
-        let mut counts = vec![0u32; n_nodes * n_classes];
-        if self.n_classes > 0 {
-            for (new, old) in counts
-                .chunks_exact_mut(n_classes)
-                .zip(self.counts.chunks_exact(self.n_classes))
-            {
-                new[..self.n_classes].copy_from_slice(old);
-            }
+        let (old, new) = (self.stride(), n_classes + 2);
+        let n_nodes = self.records.len() / old;
+        let mut records = vec![0u32; n_nodes * new];
+        for (dst, src) in records.chunks_exact_mut(new).zip(self.records.chunks_exact(old)) {
+            dst[..old].copy_from_slice(src);
         }
-        self.counts = counts;
+        self.records = records;
         self.n_classes = n_classes;
     }
 
     /// The counts `c_{j,·}` of a node.
     #[inline]
     pub fn node(&self, node: u32) -> &[u32] {
-        let k = self.n_classes;
-        &self.counts[node as usize * k..(node as usize + 1) * k]
+        let s = self.stride();
+        &self.records[node as usize * s + 2..(node as usize + 1) * s]
+    }
+
+    /// Total customers `C_j = Σ_k c_{j,k}`.
+    #[inline]
+    pub fn total(&self, node: u32) -> u32 {
+        self.records[node as usize * self.stride()]
+    }
+
+    /// Tables `T_j = Σ_k min(c_{j,k}, 1)`: the number of labels present under the node.
+    #[inline]
+    pub fn tables(&self, node: u32) -> u32 {
+        self.records[node as usize * self.stride() + 1]
     }
 
     #[inline]
-    fn node_mut(&mut self, node: u32) -> &mut [u32] {
-        let k = self.n_classes;
-        &mut self.counts[node as usize * k..(node as usize + 1) * k]
+    fn record_mut(&mut self, node: u32) -> &mut [u32] {
+        let s = self.stride();
+        &mut self.records[node as usize * s..(node as usize + 1) * s]
     }
 
     /// Heap bytes per node.
     pub fn bytes_per_node(&self) -> usize {
-        self.n_classes * 4
+        self.stride() * 4
     }
+}
+
+fn set_summaries(record: &mut [u32]) {
+    let (head, counts) = record.split_at_mut(2);
+    head[0] = counts.iter().sum();
+    head[1] = counts.iter().filter(|&&c| c > 0).count() as u32;
 }
 
 impl NodeStatistics for LabelCounts {
     type Target = u32;
 
     fn resize(&mut self, n_nodes: usize) {
-        self.counts.resize(n_nodes * self.n_classes, 0);
+        let s = self.stride();
+        self.records.resize(n_nodes * s, 0);
     }
 
     fn set_leaf(&mut self, node: u32, points: &[u32], targets: &[u32]) {
-        let c = self.node_mut(node);
-        c.fill(0);
+        let r = self.record_mut(node);
+        r.fill(0);
         for &i in points {
-            c[targets[i as usize] as usize] += 1;
+            r[2 + targets[i as usize] as usize] += 1;
         }
+        set_summaries(r);
     }
 
     fn set_internal(&mut self, node: u32, left: u32, right: u32) -> bool {
-        let k = self.n_classes;
+        let s = self.stride();
+        let (j, l, r) = (node as usize * s, left as usize * s, right as usize * s);
         let mut changed = false;
-        for y in 0..k {
-            let v = self.counts[left as usize * k + y].min(1)
-                + self.counts[right as usize * k + y].min(1);
-            let slot = &mut self.counts[node as usize * k + y];
+        for y in 2..s {
+            let v = self.records[l + y].min(1) + self.records[r + y].min(1);
+            let slot = &mut self.records[j + y];
             // Only presence (tables) reaches the parent.
             changed |= (*slot).min(1) != v.min(1);
             *slot = v;
         }
+        set_summaries(&mut self.records[j..j + s]);
         changed
     }
 
     fn set_parent_of(&mut self, node: u32, child: u32) {
-        let k = self.n_classes;
-        for y in 0..k {
-            self.counts[node as usize * k + y] = self.counts[child as usize * k + y].min(1);
+        let s = self.stride();
+        let (j, c) = (node as usize * s, child as usize * s);
+        for y in 2..s {
+            self.records[j + y] = self.records[c + y].min(1);
         }
+        set_summaries(&mut self.records[j..j + s]);
     }
 
     fn absorb_leaf(&mut self, node: u32, target: u32, weight: u32) -> bool {
-        let c = &mut self.node_mut(node)[target as usize];
+        let r = self.record_mut(node);
+        let c = &mut r[2 + target as usize];
         let was_present = *c > 0;
         *c += weight;
+        r[0] += weight;
+        if !was_present {
+            r[1] += 1;
+        }
         !was_present
     }
 
     fn absorb_internal(&mut self, node: u32, target: u32, _weight: u32) -> bool {
         // Spec §3.4 (corrected Alg. 6): the child's table for `target` just appeared.
-        let c = &mut self.node_mut(node)[target as usize];
+        let r = self.record_mut(node);
+        let c = &mut r[2 + target as usize];
         *c += 1;
-        *c == 1
+        let new_table = *c == 1;
+        r[0] += 1;
+        if new_table {
+            r[1] += 1;
+        }
+        new_table
     }
 
     fn is_pure(&self, points: &[u32], targets: &[u32]) -> bool {
@@ -142,11 +180,18 @@ pub struct LabelModel {
     pub branch_counts: BranchCounts,
 }
 
+/// Coefficients below this are dropped in [`LabelModel::predict_tree`]: each term they
+/// scale is at most 1 per class, so the prediction moves by less than depth × 1e-18, far
+/// below the rounding of the sum itself.
+const NEGLIGIBLE: f64 = 1e-18;
+
 /// Scratch buffers for [`LabelModel::predict_tree`], reused across calls.
 #[derive(Debug, Clone, Default)]
 pub struct LabelScratch {
     parent_mean: Vec<f64>,
     mean: Vec<f64>,
+    steps: Vec<PathStep>,
+    coefficients: Vec<(f64, f64, f64)>,
 }
 
 impl LabelModel {
@@ -159,6 +204,96 @@ impl LabelModel {
             0.0
         } else {
             (-self.gamma * delta).exp()
+        }
+    }
+
+    /// Adds `scale · p_T(y | x, D)` for one tree to `out` (spec §4.4, Predict with
+    /// branch-off); an empty tree contributes the uniform base measure.
+    ///
+    /// Every quantity of §4.4 is affine in the posterior means, `Ḡ_j = A_j + β_j Ḡ_parent`
+    /// with `A_j = (c_j − d_j tab_j)/C_j` and `β_j = d_j T_j / C_j`, so the prediction is
+    /// `Σ_j (w_j · branch_j + g_j · A_j) + ρ · H` with scalar coefficients `g_j` found by one
+    /// backward pass over the path. That touches each node's counts once, only where a label
+    /// is present, and never forms a K-vector per node. [`predict_tree_direct`]
+    /// (Self::predict_tree_direct) is the literal algorithm; tests hold the two equal.
+    pub fn predict_tree(
+        &self,
+        tree: &MondrianTree,
+        counts: &LabelCounts,
+        x: &[Feature],
+        scale: f64,
+        scratch: &mut LabelScratch,
+        out: &mut [f64],
+    ) {
+        let k = counts.n_classes();
+        let base = 1.0 / k as f64;
+        if tree.root().is_none() {
+            out.iter_mut().for_each(|o| *o += scale * base);
+            return;
+        }
+        let steps = &mut scratch.steps;
+        steps.clear();
+        tree.walk_path(x, |step| steps.push(*step));
+        let coefficients = &mut scratch.coefficients;
+        coefficients.clear();
+        coefficients.resize(steps.len(), (0.0, 0.0, 0.0));
+        // Backward pass: g_i is the coefficient on Ḡ_i, rho the one on Ḡ_parent(i).
+        let mut rho = 0.0;
+        for (step, coef) in steps.iter().zip(coefficients.iter_mut()).rev() {
+            let g = step.leaf_weight + rho;
+            if g < NEGLIGIBLE && step.branch_weight == 0.0 {
+                // β ≤ 1, so nothing above can gain more than g: skip reading the counts.
+                rho = g;
+                *coef = (0.0, 0.0, 0.0);
+                continue;
+            }
+            let (total, tables) = (counts.total(step.node), counts.tables(step.node));
+            if total == 0 {
+                // An empty node copies its parent (spec §3.5).
+                rho = g + step.branch_weight;
+                *coef = (0.0, 0.0, 0.0);
+                continue;
+            }
+            let occupancy = f64::from(tables) / f64::from(total);
+            let d = self.discount(step.delta);
+            let d_bar = if step.branch_weight > 0.0 {
+                expected_discount_given(step.eta, self.gamma, step.delta, step.p_split, d)
+            } else {
+                0.0
+            };
+            let to_parent = match self.branch_counts {
+                BranchCounts::Paper => d_bar,
+                BranchCounts::Reference => d_bar * occupancy,
+            };
+            rho = d * occupancy * g + step.branch_weight * to_parent;
+            *coef = (g, d, d_bar);
+        }
+        if rho != 0.0 {
+            let h = scale * rho * base;
+            out.iter_mut().for_each(|o| *o += h);
+        }
+        for (step, &(g, d, d_bar)) in steps.iter().zip(coefficients.iter()) {
+            let w = step.branch_weight;
+            if g < NEGLIGIBLE && w == 0.0 {
+                continue;
+            }
+            let (total, tables) = (counts.total(step.node), counts.tables(step.node));
+            if total == 0 {
+                continue;
+            }
+            let inv_total = 1.0 / f64::from(total);
+            // Per present label: g·(c − d)/C + w·(branch mean without the parent part).
+            let (branch_const, branch_per_count) = match self.branch_counts {
+                BranchCounts::Paper => ((1.0 - d_bar) / f64::from(tables), 0.0),
+                BranchCounts::Reference => (-d_bar * inv_total, inv_total),
+            };
+            let (g_scaled, w_scaled) = (scale * g * inv_total, scale * w);
+            for (o, &c) in out.iter_mut().zip(counts.node(step.node)) {
+                if c > 0 {
+                    let c = f64::from(c);
+                    *o += g_scaled * (c - d) + w_scaled * (branch_const + branch_per_count * c);
+                }
+            }
         }
     }
 
@@ -186,31 +321,29 @@ impl LabelModel {
         weight: f64,
         out: &mut [f64],
     ) {
-        match self.branch_counts {
-            BranchCounts::Paper => {
-                let tables = counts.iter().filter(|&&c| c > 0).count() as f64;
-                for ((o, &c), &g) in out.iter_mut().zip(counts).zip(parent) {
-                    let tab = if c > 0 { 1.0 } else { 0.0 };
-                    *o += weight * ((1.0 - mean_discount) * tab / tables + mean_discount * g);
-                }
-            }
-            BranchCounts::Reference => {
-                let total: u32 = counts.iter().sum();
-                let tables = counts.iter().filter(|&&c| c > 0).count() as f64;
-                let inv = 1.0 / f64::from(total);
-                for ((o, &c), &g) in out.iter_mut().zip(counts).zip(parent) {
-                    let tab = if c > 0 { 1.0 } else { 0.0 };
-                    *o += weight
-                        * (f64::from(c) - mean_discount * tab + mean_discount * tables * g)
-                        * inv;
-                }
-            }
+        let total: u32 = counts.iter().sum();
+        let tables = counts.iter().filter(|&&c| c > 0).count() as f64;
+        if total == 0 {
+            out.iter_mut().zip(parent).for_each(|(o, &g)| *o += weight * g);
+            return;
+        }
+        for ((o, &c), &g) in out.iter_mut().zip(counts).zip(parent) {
+            let tab = if c > 0 { 1.0 } else { 0.0 };
+            *o += weight
+                * match self.branch_counts {
+                    BranchCounts::Paper => (1.0 - mean_discount) * tab / tables + mean_discount * g,
+                    BranchCounts::Reference => {
+                        (f64::from(c) - mean_discount * tab + mean_discount * tables * g)
+                            / f64::from(total)
+                    }
+                };
         }
     }
 
-    /// Adds `scale · p_T(y | x, D)` for one tree to `out` (spec §4.4, Predict with
-    /// branch-off); an empty tree contributes the uniform base measure.
-    pub fn predict_tree(
+    /// The prediction of [`predict_tree`](Self::predict_tree) computed literally as spec
+    /// §4.4 writes it: posterior means top-down along the path, one K-vector per node.
+    /// Slower; kept as the reference the fast path is tested against.
+    pub fn predict_tree_direct(
         &self,
         tree: &MondrianTree,
         counts: &LabelCounts,

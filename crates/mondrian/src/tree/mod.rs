@@ -107,15 +107,24 @@ pub struct MondrianTree {
     lifetime: f64,
     pause: PauseRule,
     root: u32,
-    parent: Vec<u32>,
-    left: Vec<u32>,
-    right: Vec<u32>,
-    split_dim: Vec<u32>,
-    split_loc: Vec<Feature>,
-    tau: Vec<f64>,
+    nodes: Vec<Node>,
     bounds: Vec<Feature>,
-    paused: Vec<bool>,
     points: Vec<Vec<u32>>,
+}
+
+/// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
+/// line serves a step (the box and the statistics live in their own flat buffers).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+struct Node {
+    /// Absolute split time τ; λ for leaves.
+    tau: f64,
+    parent: u32,
+    left: u32,
+    right: u32,
+    split_dim: u32,
+    split_loc: Feature,
+    paused: bool,
 }
 
 impl MondrianTree {
@@ -126,14 +135,8 @@ impl MondrianTree {
             lifetime,
             pause,
             root: NO_NODE,
-            parent: Vec::new(),
-            left: Vec::new(),
-            right: Vec::new(),
-            split_dim: Vec::new(),
-            split_loc: Vec::new(),
-            tau: Vec::new(),
+            nodes: Vec::new(),
             bounds: Vec::new(),
-            paused: Vec::new(),
             points: Vec::new(),
         }
     }
@@ -156,45 +159,45 @@ impl MondrianTree {
     }
     /// Number of nodes in the arena.
     pub fn n_nodes(&self) -> usize {
-        self.parent.len()
+        self.nodes.len()
     }
     /// Whether `node` is a leaf.
     #[inline]
     pub fn is_leaf(&self, node: u32) -> bool {
-        self.left[node as usize] == NO_NODE
+        self.nodes[node as usize].left == NO_NODE
     }
     /// Whether `node` is a paused leaf.
     pub fn is_paused(&self, node: u32) -> bool {
-        self.paused[node as usize]
+        self.nodes[node as usize].paused
     }
     /// Children `(left, right)` of an internal node.
     pub fn children(&self, node: u32) -> Option<(u32, u32)> {
-        let l = self.left[node as usize];
-        (l != NO_NODE).then(|| (l, self.right[node as usize]))
+        let l = self.nodes[node as usize].left;
+        (l != NO_NODE).then(|| (l, self.nodes[node as usize].right))
     }
     /// Parent of `node`.
     pub fn parent(&self, node: u32) -> Option<u32> {
-        let p = self.parent[node as usize];
+        let p = self.nodes[node as usize].parent;
         (p != NO_NODE).then_some(p)
     }
     /// Split dimension δ of an internal node.
     pub fn split_dimension(&self, node: u32) -> usize {
-        self.split_dim[node as usize] as usize
+        self.nodes[node as usize].split_dim as usize
     }
     /// Split location ξ of an internal node.
     pub fn split_location(&self, node: u32) -> Feature {
-        self.split_loc[node as usize]
+        self.nodes[node as usize].split_loc
     }
     /// Absolute split time τ (λ for leaves).
     pub fn split_time(&self, node: u32) -> f64 {
-        self.tau[node as usize]
+        self.nodes[node as usize].tau
     }
     /// τ of the parent, 0 for the root.
     #[inline]
     pub fn parent_split_time(&self, node: u32) -> f64 {
-        match self.parent[node as usize] {
+        match self.nodes[node as usize].parent {
             NO_NODE => 0.0,
-            p => self.tau[p as usize],
+            p => self.nodes[p as usize].tau,
         }
     }
     /// Lower corner of the node's data box.
@@ -217,10 +220,10 @@ impl MondrianTree {
     #[inline]
     pub fn route(&self, node: u32, x: &[Feature]) -> u32 {
         let j = node as usize;
-        if x[self.split_dim[j] as usize] <= self.split_loc[j] {
-            self.left[j]
+        if x[self.nodes[j].split_dim as usize] <= self.nodes[j].split_loc {
+            self.nodes[j].left
         } else {
-            self.right[j]
+            self.nodes[j].right
         }
     }
     /// The leaf `x` is routed to (the tree must not be empty).
@@ -276,7 +279,7 @@ impl MondrianTree {
     }
     /// Heap bytes held by the structure, per node and in total (leaf point ids included).
     pub fn heap_bytes(&self) -> usize {
-        let per_node = 3 * 4 + 4 + std::mem::size_of::<Feature>() + 8 + 1 + 24;
+        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>();
         self.n_nodes() * (per_node + 2 * self.n_features * std::mem::size_of::<Feature>())
             + self.points.iter().map(|p| p.len() * 4).sum::<usize>()
     }
@@ -299,18 +302,20 @@ impl MondrianTree {
     }
 
     fn new_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
-        let id = self.parent.len() as u32;
-        self.parent.push(parent);
-        self.left.push(NO_NODE);
-        self.right.push(NO_NODE);
-        self.split_dim.push(0);
-        self.split_loc.push(0.0);
-        self.tau.push(self.lifetime);
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            tau: self.lifetime,
+            parent,
+            left: NO_NODE,
+            right: NO_NODE,
+            split_dim: 0,
+            split_loc: 0.0,
+            paused: false,
+        });
         self.bounds
             .extend(std::iter::repeat(0.0).take(2 * self.n_features));
-        self.paused.push(false);
         self.points.push(Vec::new());
-        stats.resize(self.parent.len());
+        stats.resize(self.nodes.len());
         id
     }
 
@@ -375,8 +380,8 @@ impl MondrianTree {
         while let Some((j, set, tp)) = stack.pop() {
             self.fit_box(j, &set, data);
             let ju = j as usize;
-            self.left[ju] = NO_NODE;
-            self.right[ju] = NO_NODE;
+            self.nodes[ju].left = NO_NODE;
+            self.nodes[ju].right = NO_NODE;
             if self.pause.holds(&set, stats, data.targets) {
                 self.make_leaf(j, set, true);
                 continue;
@@ -396,14 +401,14 @@ impl MondrianTree {
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
             let (left_set, right_set): (Vec<u32>, Vec<u32>) =
                 set.into_iter().partition(|&i| data.row(i)[dim] <= loc);
-            self.tau[ju] = t;
-            self.split_dim[ju] = dim as u32;
-            self.split_loc[ju] = loc;
-            self.paused[ju] = false;
+            self.nodes[ju].tau = t;
+            self.nodes[ju].split_dim = dim as u32;
+            self.nodes[ju].split_loc = loc;
+            self.nodes[ju].paused = false;
             let l = self.new_node(j, stats);
             let r = self.new_node(j, stats);
-            self.left[ju] = l;
-            self.right[ju] = r;
+            self.nodes[ju].left = l;
+            self.nodes[ju].right = r;
             stack.push((r, right_set, t));
             stack.push((l, left_set, t));
         }
@@ -419,8 +424,8 @@ impl MondrianTree {
 
     fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
         let j = node as usize;
-        self.tau[j] = self.lifetime;
-        self.paused[j] = paused;
+        self.nodes[j].tau = self.lifetime;
+        self.nodes[j].paused = paused;
         self.points[j] = points;
     }
 
@@ -446,27 +451,27 @@ impl MondrianTree {
         let mut j = self.root;
         loop {
             let ju = j as usize;
-            if self.paused[ju] {
+            if self.nodes[ju].paused {
                 self.extend_box(j, x);
                 self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
                 if self.pause.holds(&self.points[ju], stats, data.targets) {
                     if stats.absorb_leaf(j, y, weight) {
-                        self.propagate_absorb(self.parent[ju], y, weight, stats);
+                        self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                     }
                 } else {
                     // Un-pause: re-sample the block from its parent's time on all its points.
                     let set = std::mem::take(&mut self.points[ju]);
-                    self.paused[ju] = false;
+                    self.nodes[ju].paused = false;
                     let tp = self.parent_split_time(j);
                     self.sample_block(j, set, tp, data, stats, rng);
-                    self.propagate_recompute(self.parent[ju], stats);
+                    self.propagate_recompute(self.nodes[ju].parent, stats);
                 }
                 return;
             }
             let eta = extension_rate(self.lower(j), self.upper(j), x);
             let tp = self.parent_split_time(j);
             let e = sample_exponential(rng, eta);
-            if tp + e < self.tau[ju] {
+            if tp + e < self.nodes[ju].tau {
                 self.insert_parent(j, tp + e, eta, point, weight, data, stats, rng);
                 return;
             }
@@ -474,7 +479,7 @@ impl MondrianTree {
             if self.is_leaf(j) {
                 self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
                 if stats.absorb_leaf(j, y, weight) {
-                    self.propagate_absorb(self.parent[ju], y, weight, stats);
+                    self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                 }
                 return;
             }
@@ -498,19 +503,19 @@ impl MondrianTree {
     ) {
         let x = data.row(point);
         let cut = sample_extension_cut(rng, self.lower(node), self.upper(node), x, eta);
-        let old_parent = self.parent[node as usize];
+        let old_parent = self.nodes[node as usize].parent;
         let new_parent = self.new_node(old_parent, stats);
         let np = new_parent as usize;
         if old_parent == NO_NODE {
             self.root = new_parent;
-        } else if self.left[old_parent as usize] == node {
-            self.left[old_parent as usize] = new_parent;
+        } else if self.nodes[old_parent as usize].left == node {
+            self.nodes[old_parent as usize].left = new_parent;
         } else {
-            self.right[old_parent as usize] = new_parent;
+            self.nodes[old_parent as usize].right = new_parent;
         }
-        self.split_dim[np] = cut.dimension as u32;
-        self.split_loc[np] = cut.location;
-        self.tau[np] = tau;
+        self.nodes[np].split_dim = cut.dimension as u32;
+        self.nodes[np].split_loc = cut.location;
+        self.nodes[np].tau = tau;
         let d = self.n_features;
         let (src, dst) = (2 * d * node as usize, 2 * d * np);
         self.bounds.copy_within(src..src + 2 * d, dst);
@@ -518,13 +523,13 @@ impl MondrianTree {
         let leaf = self.new_node(new_parent, stats);
         self.new_leaf(leaf, point, weight, data, stats);
         if cut.point_goes_right {
-            self.left[np] = node;
-            self.right[np] = leaf;
+            self.nodes[np].left = node;
+            self.nodes[np].right = leaf;
         } else {
-            self.left[np] = leaf;
-            self.right[np] = node;
+            self.nodes[np].left = leaf;
+            self.nodes[np].right = node;
         }
-        self.parent[node as usize] = new_parent;
+        self.nodes[node as usize].parent = new_parent;
         stats.set_parent_of(new_parent, node);
         if stats.absorb_internal(new_parent, data.target(point), weight) {
             self.propagate_absorb(old_parent, data.target(point), weight, stats);
@@ -555,17 +560,17 @@ impl MondrianTree {
         stats: &mut S,
     ) {
         while node != NO_NODE && stats.absorb_internal(node, target, weight) {
-            node = self.parent[node as usize];
+            node = self.nodes[node as usize].parent;
         }
     }
 
     fn propagate_recompute<S: NodeStatistics>(&self, mut node: u32, stats: &mut S) {
         while node != NO_NODE {
             let j = node as usize;
-            if !stats.set_internal(node, self.left[j], self.right[j]) {
+            if !stats.set_internal(node, self.nodes[j].left, self.nodes[j].right) {
                 break;
             }
-            node = self.parent[j];
+            node = self.nodes[j].parent;
         }
     }
 
@@ -594,24 +599,24 @@ impl MondrianTree {
             let ju = j as usize;
             match self.children(j) {
                 Some((l, r)) => {
-                    if self.parent[l as usize] != j || self.parent[r as usize] != j {
+                    if self.nodes[l as usize].parent != j || self.nodes[r as usize].parent != j {
                         return Err(format!("node {j}: child parent pointer broken"));
                     }
                     if !self.points[ju].is_empty() {
                         return Err(format!("internal node {j} holds points"));
                     }
-                    let dim = self.split_dim[ju] as usize;
-                    let loc = self.split_loc[ju];
+                    let dim = self.nodes[ju].split_dim as usize;
+                    let loc = self.nodes[ju].split_loc;
                     if !(self.lower(j)[dim] <= loc && loc < self.upper(j)[dim]) {
                         return Err(format!("node {j}: split {loc} outside its box"));
                     }
                     if self.upper(l)[dim] > loc || self.lower(r)[dim] <= loc {
                         return Err(format!("node {j}: children on the wrong side of the split"));
                     }
-                    if self.parent_split_time(j) > self.tau[ju] {
+                    if self.parent_split_time(j) > self.nodes[ju].tau {
                         return Err(format!("node {j}: split time decreases"));
                     }
-                    if self.tau[ju] >= self.lifetime {
+                    if self.nodes[ju].tau >= self.lifetime {
                         return Err(format!("internal node {j}: τ ≥ λ"));
                     }
                     let mut all = std::mem::take(&mut under[l as usize]);
@@ -622,11 +627,11 @@ impl MondrianTree {
                     if self.points[ju].is_empty() {
                         return Err(format!("leaf {j} is empty"));
                     }
-                    if self.tau[ju] != self.lifetime {
+                    if self.nodes[ju].tau != self.lifetime {
                         return Err(format!("leaf {j}: τ ≠ λ"));
                     }
                     let pauses = self.pause.holds(&self.points[ju], stats, data.targets);
-                    if self.paused[ju] && !pauses {
+                    if self.nodes[ju].paused && !pauses {
                         return Err(format!("paused leaf {j} fails the pause predicate"));
                     }
                     if self.lifetime.is_infinite()

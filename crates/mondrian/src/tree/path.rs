@@ -17,6 +17,8 @@ pub struct PathStep {
     /// Probability that `x` branches off just above this node:
     /// `Π_{ancestors}(1 − p^s) · p^s_j`, with `p^s_j = 1 − exp(−Δ_j η_j)`.
     pub branch_weight: f64,
+    /// `p^s_j = 1 − exp(−Δ_j η_j)`.
+    pub p_split: f64,
     /// At the leaf: the probability that `x` never branched off; 0 elsewhere.
     pub leaf_weight: f64,
     /// Whether the node is a leaf.
@@ -49,7 +51,7 @@ impl MondrianTree {
         let mut tau_parent = 0.0f64;
         loop {
             let j = node as usize;
-            let delta = self.tau[j] - tau_parent;
+            let delta = self.nodes[j].tau - tau_parent;
             let eta = extension_rate(self.lower(node), self.upper(node), x);
             let p_split = Self::branch_off_probability(delta, eta);
             let is_leaf = self.is_leaf(node);
@@ -57,6 +59,7 @@ impl MondrianTree {
                 node,
                 delta,
                 eta,
+                p_split,
                 branch_weight: not_branched * p_split,
                 leaf_weight: if is_leaf {
                     not_branched * (1.0 - p_split)
@@ -69,12 +72,18 @@ impl MondrianTree {
             if is_leaf {
                 return;
             }
-            // exp(−ηΔ) is more accurate than 1 − p^s when p^s is close to 1.
-            not_branched *= if eta > 0.0 { (-eta * delta).exp() } else { 1.0 };
+            // 1 − p^s loses digits when p^s is close to 1: use exp(−ηΔ) there.
+            if p_split > 0.0 {
+                not_branched *= if p_split < 0.5 {
+                    1.0 - p_split
+                } else {
+                    (-eta * delta).exp()
+                };
+            }
             if not_branched == 0.0 {
                 return;
             }
-            tau_parent = self.tau[j];
+            tau_parent = self.nodes[j].tau;
             node = self.route(node, x);
         }
     }
