@@ -99,7 +99,11 @@ pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f6
     // Four partial sums break the dependency chain so the loop vectorises; differences
     // are taken in f64, where they are exact for f32 inputs.
     let mut acc = [0.0f64; 4];
-    let (l4, u4, x4) = (lower.chunks_exact(4), upper.chunks_exact(4), x.chunks_exact(4));
+    let (l4, u4, x4) = (
+        lower.chunks_exact(4),
+        upper.chunks_exact(4),
+        x.chunks_exact(4),
+    );
     let (lr, ur, xr) = (l4.remainder(), u4.remainder(), x4.remainder());
     for ((l, u), v) in l4.zip(u4).zip(x4) {
         for lane in 0..4 {
@@ -190,7 +194,13 @@ pub fn expected_discount(eta: f64, gamma: f64, delta: f64) -> f64 {
 /// `p_split = −expm1(−ηΔ)` and `discount = exp(−γΔ)`, saving two exponentials per node.
 /// Equal to [`expected_discount`] up to rounding.
 #[inline]
-pub fn expected_discount_given(eta: f64, gamma: f64, delta: f64, p_split: f64, discount: f64) -> f64 {
+pub fn expected_discount_given(
+    eta: f64,
+    gamma: f64,
+    delta: f64,
+    p_split: f64,
+    discount: f64,
+) -> f64 {
     if gamma == 0.0 {
         return 1.0;
     }
@@ -268,11 +278,15 @@ mod tests {
             (1e-3, 2560.0, 1e-4),
             (7.0, 1.0, 30.0),
         ] {
+            let (eta, gamma, delta): (f64, f64, f64) = (eta, gamma, delta);
             let p = -(-eta * delta).exp_m1();
             let d = (-gamma * delta).exp();
             let a = expected_discount(eta, gamma, delta);
             let b = expected_discount_given(eta, gamma, delta, p, d);
-            assert!((a - b).abs() <= 1e-12 * a.max(1e-300), "{eta} {gamma} {delta}: {a} {b}");
+            assert!(
+                (a - b).abs() <= 1e-12 * a.max(1e-300),
+                "{eta} {gamma} {delta}: {a} {b}"
+            );
         }
     }
 

@@ -55,7 +55,10 @@ impl LabelCounts {
         let (old, new) = (self.stride(), n_classes + 2);
         let n_nodes = self.records.len() / old;
         let mut records = vec![0u32; n_nodes * new];
-        for (dst, src) in records.chunks_exact_mut(new).zip(self.records.chunks_exact(old)) {
+        for (dst, src) in records
+            .chunks_exact_mut(new)
+            .zip(self.records.chunks_exact(old))
+        {
             dst[..old].copy_from_slice(src);
         }
         self.records = records;
@@ -324,7 +327,9 @@ impl LabelModel {
         let total: u32 = counts.iter().sum();
         let tables = counts.iter().filter(|&&c| c > 0).count() as f64;
         if total == 0 {
-            out.iter_mut().zip(parent).for_each(|(o, &g)| *o += weight * g);
+            out.iter_mut()
+                .zip(parent)
+                .for_each(|(o, &g)| *o += weight * g);
             return;
         }
         for ((o, &c), &g) in out.iter_mut().zip(counts).zip(parent) {

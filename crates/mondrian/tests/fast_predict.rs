@@ -1,0 +1,83 @@
+//! The coefficient-form prediction equals the literal §4.4 algorithm on random trees,
+//! for both branch-count variants, finite and infinite lifetimes and a range of γ.
+
+use mondrian::process::Feature;
+use mondrian::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
+use mondrian::tree::{MondrianTree, PauseRule, TrainingPoints};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+#[test]
+fn fast_prediction_equals_direct_algorithm() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let (n, d, k) = (300usize, 3usize, 4usize);
+    let features: Vec<Feature> = (0..n * d).map(|_| rng.gen::<f32>()).collect();
+    // Labels depend on the first feature, with noise, so leaves are mixed and pure.
+    let targets: Vec<u32> = (0..n)
+        .map(|i| ((features[i * d] * 3.0) as u32 + u32::from(rng.gen::<f32>() < 0.2)) % k as u32)
+        .collect();
+    let data = TrainingPoints {
+        features: &features,
+        n_features: d,
+        targets: &targets,
+    };
+    let mut worst = 0.0f64;
+    for (lifetime, pause) in [
+        (
+            f64::INFINITY,
+            PauseRule {
+                pause_on_pure: true,
+                min_samples_split: 2,
+            },
+        ),
+        (3.0, PauseRule::NEVER),
+        (
+            0.5,
+            PauseRule {
+                pause_on_pure: true,
+                min_samples_split: 5,
+            },
+        ),
+        (0.0, PauseRule::NEVER),
+    ] {
+        for tree_seed in 0..5 {
+            let mut tree = MondrianTree::new(d, lifetime, pause);
+            let mut counts = LabelCounts::new(k);
+            let mut trng = Xoshiro256PlusPlus::seed_from_u64(tree_seed);
+            tree.fit((0..n as u32 / 2).collect(), &data, &mut counts, &mut trng);
+            for i in n as u32 / 2..n as u32 {
+                tree.extend(i, 1, &data, &mut counts, &mut trng);
+            }
+            for gamma in [0.0, 0.3, 3.0, 30.0, 3000.0] {
+                for branch_counts in [BranchCounts::Paper, BranchCounts::Reference] {
+                    let model = LabelModel {
+                        gamma,
+                        branch_counts,
+                    };
+                    let mut scratch = LabelScratch::default();
+                    for _ in 0..200 {
+                        // Test points inside, near and far outside the data.
+                        let x: Vec<Feature> = (0..d).map(|_| rng.gen_range(-1.5f32..2.5)).collect();
+                        let mut fast = vec![0.0; k];
+                        let mut direct = vec![0.0; k];
+                        model.predict_tree(&tree, &counts, &x, 1.0, &mut scratch, &mut fast);
+                        model.predict_tree_direct(
+                            &tree,
+                            &counts,
+                            &x,
+                            1.0,
+                            &mut scratch,
+                            &mut direct,
+                        );
+                        for (a, b) in fast.iter().zip(&direct) {
+                            worst = worst.max((a - b).abs());
+                        }
+                        assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+                    }
+                }
+            }
+        }
+    }
+    // Dropped coefficients are below 1e-18 each; the rest is rounding.
+    assert!(worst < 1e-12, "largest difference {worst}");
+}
