@@ -331,8 +331,8 @@ impl MondrianTree {
         upper.copy_from_slice(data.row(points[0]));
         for &i in &points[1..] {
             for ((l, u), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(data.row(i)) {
-                *l = l.min(v);
-                *u = u.max(v);
+                *l = if v < *l { v } else { *l };
+                *u = if v > *u { v } else { *u };
             }
         }
     }
@@ -376,20 +376,25 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
-        let mut stack = vec![(node, points, tau_parent)];
-        while let Some((j, set, tp)) = stack.pop() {
-            self.fit_box(j, &set, data);
+        // One index buffer partitioned in place; each node owns a range of it. A split
+        // computes both children's boxes in the same pass that partitions the range, so
+        // every level reads each row once.
+        let mut indices = points;
+        self.fit_box(node, &indices, data);
+        let mut stack = vec![(node, 0usize, indices.len(), tau_parent)];
+        while let Some((j, start, end, tp)) = stack.pop() {
             let ju = j as usize;
             self.nodes[ju].left = NO_NODE;
             self.nodes[ju].right = NO_NODE;
-            if self.pause.holds(&set, stats, data.targets) {
-                self.make_leaf(j, set, true);
+            let set = &mut indices[start..end];
+            if self.pause.holds(set, stats, data.targets) {
+                self.make_leaf(j, set.to_vec(), true);
                 continue;
             }
             let extent = linear_dimension(self.lower(j), self.upper(j));
             let t = tp + split_time(rng, extent);
             if t >= self.lifetime {
-                self.make_leaf(j, set, false);
+                self.make_leaf(j, set.to_vec(), false);
                 continue;
             }
             let (lower, upper) = (self.lower(j), self.upper(j));
@@ -399,8 +404,6 @@ impl MondrianTree {
                 .map(|(&l, &u)| f64::from(u) - f64::from(l));
             let dim = sample_proportional(rng, ranges, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
-            let (left_set, right_set): (Vec<u32>, Vec<u32>) =
-                set.into_iter().partition(|&i| data.row(i)[dim] <= loc);
             self.nodes[ju].tau = t;
             self.nodes[ju].split_dim = dim as u32;
             self.nodes[ju].split_loc = loc;
@@ -409,8 +412,9 @@ impl MondrianTree {
             let r = self.new_node(j, stats);
             self.nodes[ju].left = l;
             self.nodes[ju].right = r;
-            stack.push((r, right_set, t));
-            stack.push((l, left_set, t));
+            let n_left = self.partition_into_children(set, dim, loc, l, r, data);
+            stack.push((r, start + n_left, end, t));
+            stack.push((l, start, start + n_left, t));
         }
         for &j in self.subtree_preorder(node).iter().rev() {
             match self.children(j) {
@@ -420,6 +424,46 @@ impl MondrianTree {
                 None => stats.set_leaf(j, &self.points[j as usize], data.targets),
             }
         }
+    }
+
+    /// Moves the points with `x[dim] ≤ loc` to the front of `set` and sets the boxes of
+    /// `left` and `right` to the bounding boxes of the two parts; returns the left count.
+    fn partition_into_children<T: Copy>(
+        &mut self,
+        set: &mut [u32],
+        dim: usize,
+        loc: Feature,
+        left: u32,
+        right: u32,
+        data: &TrainingPoints<T>,
+    ) -> usize {
+        let d = self.n_features;
+        let (l_off, r_off) = (2 * d * left as usize, 2 * d * right as usize);
+        let mut seen = [false, false];
+        let mut n_left = 0;
+        for k in 0..set.len() {
+            let i = set[k];
+            let row = data.row(i);
+            let (side, off) = if row[dim] <= loc {
+                set.swap(n_left, k);
+                n_left += 1;
+                (0, l_off)
+            } else {
+                (1, r_off)
+            };
+            let (lower, upper) = self.bounds[off..off + 2 * d].split_at_mut(d);
+            if seen[side] {
+                for ((lo, up), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(row) {
+                    *lo = if v < *lo { v } else { *lo };
+                    *up = if v > *up { v } else { *up };
+                }
+            } else {
+                lower.copy_from_slice(row);
+                upper.copy_from_slice(row);
+                seen[side] = true;
+            }
+        }
+        n_left
     }
 
     fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
