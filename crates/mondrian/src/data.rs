@@ -143,17 +143,31 @@ impl FeatureScaler {
         self.offset.len()
     }
 
-    /// Appends the scaled rows to `out`.
-    pub fn transform_into(&self, rows: &Rows, out: &mut Vec<Feature>) {
+    /// Appends the scaled rows to `out`. A finite value whose scaled form does not fit the
+    /// [`Feature`] type is refused (nothing is appended), since the trees could not hold it.
+    pub fn transform_into(&self, rows: &Rows, out: &mut Vec<Feature>) -> Result<()> {
+        let start = out.len();
         out.reserve(rows.values().len());
         for i in 0..rows.n_rows() {
-            out.extend(
-                rows.row(i)
-                    .iter()
-                    .zip(&self.offset)
-                    .zip(&self.inv_range)
-                    .map(|((&v, &o), &s)| ((v - o) * s) as Feature),
-            );
+            for (feature, ((&v, &o), &s)) in rows
+                .row(i)
+                .iter()
+                .zip(&self.offset)
+                .zip(&self.inv_range)
+                .enumerate()
+            {
+                let scaled = ((v - o) * s) as Feature;
+                if !scaled.is_finite() {
+                    out.truncate(start);
+                    return Err(MondrianError::FeatureOverflow {
+                        row: i,
+                        feature,
+                        value: v,
+                    });
+                }
+                out.push(scaled);
+            }
         }
+        Ok(())
     }
 }

@@ -47,6 +47,16 @@ pub enum MondrianError {
         /// The offending value.
         value: f64,
     },
+    /// A finite feature too large for the trees' `f32` storage once scaled.
+    #[error("row {row}, feature {feature}: value {value} is too large for the model's feature range once scaled (|x| must stay below about 3.4e38 after scaling)")]
+    FeatureOverflow {
+        /// 0-based row index within the call.
+        row: usize,
+        /// 0-based feature index.
+        feature: usize,
+        /// The offending value.
+        value: f64,
+    },
     /// Features and labels disagree in length.
     #[error("{n_rows} feature rows but {n_labels} labels")]
     LengthMismatch {

@@ -954,7 +954,6 @@ fn empty_tree_predicts_base_measure() {
 /// training range is 1e-300) must be rejected with an error or handled (e.g. clamped); it
 /// must never produce NaN probabilities or a corrupt tree.
 #[test]
-#[ignore = "bug: finite f64 inputs that overflow f32 after scaling become ±inf; predict_proba returns NaN"]
 fn values_overflowing_the_feature_type_are_rejected_or_handled() {
     let mut r = rng(900);
     let x: Vec<f64> = (0..80).map(|_| r.gen::<f64>()).collect();
@@ -979,6 +978,18 @@ fn values_overflowing_the_feature_type_are_rejected_or_handled() {
                 );
             }
         }
+        // The library refuses such values with a typed error and keeps the model as it was.
+        assert!(matches!(
+            f.predict_proba(&[1e39, 0.5], 2),
+            Err(mondrian::MondrianError::FeatureOverflow {
+                row: 0,
+                feature: 0,
+                ..
+            })
+        ));
+        let mut refused = f.clone();
+        assert!(refused.partial_fit(&[1e39, 0.5], 2, &[1]).is_err());
+        assert_eq!(refused.n_samples_seen(), f.n_samples_seen());
         let mut g = f.clone();
         if g.partial_fit(&[1e39, 0.5], 2, &[1]).is_ok() {
             let pts = g.training_points();

@@ -281,14 +281,13 @@ impl MondrianForestClassifier {
         if rows.n_rows() == 0 {
             return Err(MondrianError::EmptyData("fit needs at least one row"));
         }
-        let fresh = MondrianForestClassifier::new(self.params.clone())?;
+        // Build into a fresh model so that a refused input leaves this one untouched.
+        let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
         let k = fresh.check_labels(y, rows.n_rows())?;
-        *self = MondrianForestClassifier {
-            pool: std::mem::take(&mut self.pool),
-            ..fresh
-        };
-        self.initialise(&rows, k)?;
-        self.append(&rows, y);
+        fresh.initialise(&rows, k)?;
+        fresh.append(&rows, y)?;
+        fresh.pool = std::mem::take(&mut self.pool);
+        *self = fresh;
         let n = rows.n_rows();
         let (seed, bagging) = (self.params.seed, self.params.bagging);
         let data = TrainingPoints {
@@ -333,17 +332,28 @@ impl MondrianForestClassifier {
             return Ok(());
         }
         let k = self.check_labels(y, rows.n_rows())?;
+        // Every check runs before the model changes: a refused batch leaves it untouched.
         if self.n_features.is_none() {
-            self.initialise(&rows, k)?;
-        } else if k > self.n_classes {
-            self.n_classes = k;
-            for unit in &mut self.trees {
-                unit.counts.grow_classes(k);
+            let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
+            fresh.initialise(&rows, k)?;
+            fresh.append(&rows, y)?;
+            fresh.pool = std::mem::take(&mut self.pool);
+            *self = fresh;
+        } else {
+            let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
+            let mut scaled = Vec::new();
+            scaler.transform_into(&rows, &mut scaled)?;
+            if k > self.n_classes {
+                self.n_classes = k;
+                for unit in &mut self.trees {
+                    unit.counts.grow_classes(k);
+                }
             }
+            self.features.extend(scaled);
+            self.labels.extend(y.iter().map(|&k| k as u32));
         }
-        let start = self.labels.len();
-        self.append(&rows, y);
         let end = self.labels.len();
+        let start = end - rows.n_rows();
         let (seed, bagging) = (self.params.seed, self.params.bagging);
         let data = TrainingPoints {
             features: &self.features,
@@ -405,10 +415,11 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    fn append(&mut self, rows: &Rows, y: &[usize]) {
-        let scaler = self.scaler.as_ref().expect("initialised before append");
-        scaler.transform_into(rows, &mut self.features);
+    fn append(&mut self, rows: &Rows, y: &[usize]) -> Result<()> {
+        let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
+        scaler.transform_into(rows, &mut self.features)?;
         self.labels.extend(y.iter().map(|&k| k as u32));
+        Ok(())
     }
 
     /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
@@ -419,7 +430,7 @@ impl MondrianForestClassifier {
         };
         let rows = self.rows(x, n_features)?;
         let mut scaled = Vec::new();
-        scaler.transform_into(&rows, &mut scaled);
+        scaler.transform_into(&rows, &mut scaled)?;
         let k = self.n_classes;
         let mut out = vec![0.0; rows.n_rows() * k];
         let model = LabelModel {

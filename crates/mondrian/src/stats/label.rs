@@ -172,6 +172,14 @@ impl NodeStatistics for LabelCounts {
         let first = targets[points[0] as usize];
         points.iter().all(|&i| targets[i as usize] == first)
     }
+
+    fn stays_pure(&self, node: u32, target: u32) -> bool {
+        match self.tables(node) {
+            0 => true,
+            1 => self.node(node)[target as usize] > 0,
+            _ => false,
+        }
+    }
 }
 
 /// Hyper-parameters of the label model used in prediction.

@@ -75,6 +75,9 @@ pub trait NodeStatistics {
     fn absorb_internal(&mut self, node: u32, target: Self::Target, weight: u32) -> bool;
     /// Whether the points all carry one target (the label-purity pause, spec §2.3).
     fn is_pure(&self, points: &[u32], targets: &[Self::Target]) -> bool;
+    /// Whether leaf `node`'s points plus one more with `target` all carry one target: the
+    /// purity test of an online insertion in O(1) from the leaf's statistics.
+    fn stays_pure(&self, node: u32, target: Self::Target) -> bool;
 }
 
 /// The pause predicate `P(S) = (pause_on_pure ∧ S pure) ∨ |S| < min_samples_split`
@@ -97,6 +100,20 @@ impl PauseRule {
     fn holds<S: NodeStatistics>(&self, points: &[u32], stats: &S, targets: &[S::Target]) -> bool {
         points.len() < self.min_samples_split
             || (self.pause_on_pure && stats.is_pure(points, targets))
+    }
+
+    /// [`holds`](Self::holds) for a paused leaf of `n_points` points about to take `weight`
+    /// copies of a point with `target`, without reading the points.
+    fn holds_after<S: NodeStatistics>(
+        &self,
+        n_points: usize,
+        weight: u32,
+        stats: &S,
+        leaf: u32,
+        target: S::Target,
+    ) -> bool {
+        n_points + (weight as usize) < self.min_samples_split
+            || (self.pause_on_pure && stats.stays_pure(leaf, target))
     }
 }
 
@@ -319,6 +336,37 @@ impl MondrianTree {
         id
     }
 
+    /// Asks the cache for the node record and the start of its box ahead of use: walks are
+    /// bound by the latency of these loads, and the next node is known before the current
+    /// box is read.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, node: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let j = node as usize;
+            let box_start = 2 * self.n_features * j;
+            let box_len = (2 * self.n_features).min(64);
+            // Prefetching never faults, but the pointers are formed from in-bounds indices.
+            if j < self.nodes.len() && box_start + box_len <= self.bounds.len() {
+                let node_ptr = self.nodes.as_ptr().wrapping_add(j) as *const i8;
+                let box_ptr = self.bounds.as_ptr().wrapping_add(box_start) as *const i8;
+                #[allow(unused_unsafe)]
+                // SAFETY: prefetch is a hint with no architectural effect on memory.
+                unsafe {
+                    _mm_prefetch(node_ptr, _MM_HINT_T0);
+                    let mut offset = 0;
+                    while offset < box_len * std::mem::size_of::<Feature>() {
+                        _mm_prefetch(box_ptr.wrapping_add(offset), _MM_HINT_T0);
+                        offset += 64;
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = node;
+    }
+
     fn bounds_mut(&mut self, node: u32) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
         self.bounds[2 * d * j..2 * d * (j + 1)].split_at_mut(d)
@@ -496,9 +544,12 @@ impl MondrianTree {
         loop {
             let ju = j as usize;
             if self.nodes[ju].paused {
+                let stays_paused =
+                    self.pause
+                        .holds_after(self.points[ju].len(), weight, stats, j, y);
                 self.extend_box(j, x);
                 self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
-                if self.pause.holds(&self.points[ju], stats, data.targets) {
+                if stays_paused {
                     if stats.absorb_leaf(j, y, weight) {
                         self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                     }
@@ -511,6 +562,9 @@ impl MondrianTree {
                     self.propagate_recompute(self.nodes[ju].parent, stats);
                 }
                 return;
+            }
+            if !self.is_leaf(j) {
+                self.prefetch(self.route(j, x));
             }
             let eta = extension_rate(self.lower(j), self.upper(j), x);
             let tp = self.parent_split_time(j);

@@ -51,10 +51,13 @@ impl MondrianTree {
         let mut tau_parent = 0.0f64;
         loop {
             let j = node as usize;
+            let is_leaf = self.is_leaf(node);
+            if !is_leaf {
+                self.prefetch(self.route(node, x));
+            }
             let delta = self.nodes[j].tau - tau_parent;
             let eta = extension_rate(self.lower(node), self.upper(node), x);
             let p_split = Self::branch_off_probability(delta, eta);
-            let is_leaf = self.is_leaf(node);
             let step = PathStep {
                 node,
                 delta,
