@@ -402,15 +402,15 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             "n_features": train_set.data.n_features,
             "n_classes": values.len(),
             "trees": args.trees,
+            "lifetime": lifetime_text(args.lifetime),
+            "discount_factor": args.discount_factor,
+            "gamma": forest.gamma(),
+            "seed": args.seed,
+            "bagging": args.bagging,
             "online": args.online,
             "threads": args.threads,
-            "depth_mean": s.depth_mean,
-            "depth_std": s.depth_std,
-            "n_nodes": s.n_nodes,
-            "bytes_per_node": s.bytes_per_node,
-            "model_bytes": s.total_bytes,
         });
-        println!("{out}");
+        println!("{}", with_summary(out, &s));
     } else {
         println!(
             "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}",
@@ -427,6 +427,32 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
         );
     }
     Ok(())
+}
+
+/// λ for JSON, which has no infinity.
+fn lifetime_text(lifetime: f64) -> String {
+    if lifetime.is_infinite() {
+        "inf".into()
+    } else {
+        lifetime.to_string()
+    }
+}
+
+/// Adds the forest's shape (spec §7 depth, size) and the settings to a JSON report.
+fn with_summary(mut out: serde_json::Value, s: &mondrian::ForestSummary) -> serde_json::Value {
+    let extra = serde_json::json!({
+        "depth_mean": s.depth_mean,
+        "depth_std": s.depth_std,
+        "n_nodes": s.n_nodes,
+        "n_leaves": s.n_leaves,
+        "bytes_per_node": s.bytes_per_node,
+        "store_bytes": s.store_bytes,
+        "model_bytes": s.total_bytes,
+    });
+    if let (Some(o), Some(e)) = (out.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    out
 }
 
 fn check_width(train: &Labelled, test: &Labelled, path: &Path) -> Result<(), CliError> {
@@ -550,19 +576,18 @@ fn run_curve(
         })?;
     bar.finish_and_clear();
     if json {
-        let s = forest.summary();
         let out = serde_json::json!({
             "n_train": train_set.data.n_rows(),
             "n_test": test_set.data.n_rows(),
             "trees": args.trees,
+            "lifetime": lifetime_text(args.lifetime),
+            "discount_factor": args.discount_factor,
+            "gamma": forest.gamma(),
+            "seed": args.seed,
+            "threads": args.threads,
             "steps": steps,
-            "depth_mean": s.depth_mean,
-            "depth_std": s.depth_std,
-            "n_nodes": s.n_nodes,
-            "bytes_per_node": s.bytes_per_node,
-            "model_bytes": s.total_bytes,
         });
-        println!("{out}");
+        println!("{}", with_summary(out, &forest.summary()));
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ impl<'a> Rows<'a> {
                 reason: "must be at least 1".into(),
             });
         }
-        if values.len() % n_features != 0 {
+        if !values.len().is_multiple_of(n_features) {
             return Err(MondrianError::RaggedMatrix {
                 len: values.len(),
                 n_features,

@@ -288,30 +288,7 @@ impl MondrianForestClassifier {
         fresh.append(&rows, y)?;
         fresh.pool = std::mem::take(&mut self.pool);
         *self = fresh;
-        let n = rows.n_rows();
-        let (seed, bagging) = (self.params.seed, self.params.bagging);
-        let data = TrainingPoints {
-            features: &self.features,
-            n_features,
-            targets: &self.labels,
-        };
-        let trees = &mut self.trees;
-        self.pool.install(|| {
-            trees.par_iter_mut().enumerate().for_each(|(t, unit)| {
-                let points = if bagging {
-                    (0..n as u32)
-                        .flat_map(|i| {
-                            std::iter::repeat(i)
-                                .take(poisson_weight(seed, t, u64::from(i)) as usize)
-                        })
-                        .collect()
-                } else {
-                    (0..n as u32).collect()
-                };
-                unit.tree
-                    .fit(points, &data, &mut unit.counts, &mut unit.rng);
-            })
-        });
+        self.grow_trees(0);
         Ok(())
     }
 
@@ -352,35 +329,53 @@ impl MondrianForestClassifier {
             self.features.extend(scaled);
             self.labels.extend(y.iter().map(|&k| k as u32));
         }
+        self.grow_trees(self.labels.len() - rows.n_rows());
+        Ok(())
+    }
+
+    /// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
+    /// is batch-sampled on them ([P] Alg. 1), any other is extended point by point in order
+    /// (Alg. 3); both give the same distribution (spec §2.6). With bagging, point `i` counts
+    /// `poisson_weight(seed, tree, i)` times in either road.
+    fn grow_trees(&mut self, start: usize) {
         let end = self.labels.len();
-        let start = end - rows.n_rows();
         let (seed, bagging) = (self.params.seed, self.params.bagging);
+        let weight = move |t: usize, i: usize| {
+            if bagging {
+                poisson_weight(seed, t, i as u64)
+            } else {
+                1
+            }
+        };
         let data = TrainingPoints {
             features: &self.features,
-            n_features,
+            n_features: self.n_features.unwrap_or(0),
             targets: &self.labels,
         };
-        let trees = &mut self.trees;
         let work = |(t, unit): (usize, &mut TreeUnit)| {
+            if unit.tree.root().is_none() {
+                let points = (start..end)
+                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(t, i) as usize))
+                    .collect();
+                unit.tree
+                    .fit(points, &data, &mut unit.counts, &mut unit.rng);
+                return;
+            }
             for i in start..end {
-                let w = if bagging {
-                    poisson_weight(seed, t, i as u64)
-                } else {
-                    1
-                };
+                let w = weight(t, i);
                 if w > 0 {
                     unit.tree
                         .extend(i as u32, w, &data, &mut unit.counts, &mut unit.rng);
                 }
             }
         };
-        if trees.len() == 1 {
+        let trees = &mut self.trees;
+        if trees.len() == 1 || end - start == 1 && trees.len() < 8 {
             trees.iter_mut().enumerate().for_each(work);
         } else {
             self.pool
                 .install(|| trees.par_iter_mut().enumerate().for_each(work));
         }
-        Ok(())
     }
 
     fn initialise(&mut self, rows: &Rows, n_classes: usize) -> Result<()> {

@@ -191,6 +191,22 @@ pub struct LabelModel {
     pub branch_counts: BranchCounts,
 }
 
+/// The uniform base measure H: added (scaled) to `out` for an empty tree, which predicts
+/// H (spec §6), and returned as `Some(1/K)` otherwise.
+fn base_measure_if_empty(
+    tree: &MondrianTree,
+    counts: &LabelCounts,
+    scale: f64,
+    out: &mut [f64],
+) -> Option<f64> {
+    let base = 1.0 / counts.n_classes() as f64;
+    if tree.root().is_none() {
+        out.iter_mut().for_each(|o| *o += scale * base);
+        return None;
+    }
+    Some(base)
+}
+
 /// Coefficients below this are dropped in [`LabelModel::predict_tree`]: each term they
 /// scale is at most 1 per class, so the prediction moves by less than depth × 1e-18, far
 /// below the rounding of the sum itself.
@@ -236,12 +252,9 @@ impl LabelModel {
         scratch: &mut LabelScratch,
         out: &mut [f64],
     ) {
-        let k = counts.n_classes();
-        let base = 1.0 / k as f64;
-        if tree.root().is_none() {
-            out.iter_mut().for_each(|o| *o += scale * base);
+        let Some(base) = base_measure_if_empty(tree, counts, scale, out) else {
             return;
-        }
+        };
         let steps = &mut scratch.steps;
         steps.clear();
         tree.walk_path(x, |step| steps.push(*step));
@@ -365,12 +378,10 @@ impl LabelModel {
         scratch: &mut LabelScratch,
         out: &mut [f64],
     ) {
-        let k = counts.n_classes();
-        let base = 1.0 / k as f64;
-        if tree.root().is_none() {
-            out.iter_mut().for_each(|o| *o += scale * base);
+        let Some(base) = base_measure_if_empty(tree, counts, scale, out) else {
             return;
-        }
+        };
+        let k = counts.n_classes();
         scratch.parent_mean.clear();
         scratch.parent_mean.resize(k, base);
         scratch.mean.resize(k, 0.0);

@@ -330,7 +330,7 @@ impl MondrianTree {
             paused: false,
         });
         self.bounds
-            .extend(std::iter::repeat(0.0).take(2 * self.n_features));
+            .extend(std::iter::repeat_n(0.0, 2 * self.n_features));
         self.points.push(Vec::new());
         stats.resize(self.nodes.len());
         id
@@ -548,7 +548,7 @@ impl MondrianTree {
                     self.pause
                         .holds_after(self.points[ju].len(), weight, stats, j, y);
                 self.extend_box(j, x);
-                self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
+                self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
                 if stays_paused {
                     if stats.absorb_leaf(j, y, weight) {
                         self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
@@ -575,7 +575,7 @@ impl MondrianTree {
             }
             self.extend_box(j, x);
             if self.is_leaf(j) {
-                self.points[ju].extend(std::iter::repeat(point).take(weight as usize));
+                self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
                 if stats.absorb_leaf(j, y, weight) {
                     self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                 }

@@ -1,0 +1,144 @@
+//! What one online update costs, beside what the memory system allows.
+//!
+//! An update of one tree by one point walks `depth` nodes and, at each, reads the node record
+//! (32 bytes) and its box (`2·D` f32). This prints, for a data set:
+//! * ns per point·tree update, online point by point and in mini-batches of 100 (1 thread);
+//! * the bandwidth bound: bytes touched per update / measured streaming bandwidth;
+//! * the latency bound: cache lines per update × measured dependent-load latency, the cost
+//!   when every line of the walk misses the caches (each step's address depends on the last).
+//!
+//! Run: `cargo bench -p mondrian --bench update_cost -- [TRAIN.csv[.gz] ...]` (default: the
+//! shipped satimage training set).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use mondrian::{ClassifierParams, MondrianForestClassifier, Scaling};
+
+#[path = "forest.rs"]
+#[allow(dead_code)]
+mod forest_bench;
+
+/// Streaming read bandwidth in bytes/s over a buffer far larger than the caches.
+fn streaming_bandwidth() -> f64 {
+    let v: Vec<u64> = (0..(256usize << 20) / 8).map(|i| i as u64).collect();
+    let mut best = 0.0f64;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let s: u64 = v.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+        black_box(s);
+        best = best.max((v.len() * 8) as f64 / start.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// Latency of a dependent load that misses the caches, in ns (pointer chase over 512 MiB).
+fn miss_latency_ns() -> f64 {
+    let n = (512usize << 20) / 64;
+    // One pointer per cache line, in a random cyclic order (Sattolo's shuffle, fixed LCG).
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in (1..n).rev() {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let j = (state >> 33) as usize % i;
+        order.swap(i, j);
+    }
+    let mut next = vec![0usize; n * 8];
+    for k in 0..n {
+        next[order[k] * 8] = order[(k + 1) % n] * 8;
+    }
+    let steps = 4_000_000;
+    let mut p = 0usize;
+    let start = Instant::now();
+    for _ in 0..steps {
+        p = next[p];
+    }
+    black_box(p);
+    start.elapsed().as_secs_f64() * 1e9 / steps as f64
+}
+
+fn main() {
+    let mut paths: Vec<PathBuf> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(PathBuf::from)
+        .collect();
+    if paths.is_empty() {
+        paths.push(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/satimage_train.csv.gz"),
+        );
+    }
+    let bandwidth = streaming_bandwidth();
+    let latency = miss_latency_ns();
+    println!(
+        "memory: streaming read {:.1} GB/s, dependent miss latency {:.0} ns",
+        bandwidth / 1e9,
+        latency
+    );
+    println!(
+        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>12} {:>11} {:>11}",
+        "data",
+        "n",
+        "D",
+        "depth",
+        "ns/upd 1pt",
+        "ns/upd b100",
+        "bytes/upd",
+        "bw bound",
+        "lat bound"
+    );
+    let trees = 100;
+    for path in paths {
+        let t = forest_bench::read_table(&path);
+        let (n, d) = (t.y.len(), t.d);
+        let ranges: Vec<(f64, f64)> = (0..d)
+            .map(|j| {
+                let col = t.x.iter().skip(j).step_by(d);
+                let lo = col.clone().cloned().fold(f64::INFINITY, f64::min);
+                let hi = col.cloned().fold(f64::NEG_INFINITY, f64::max);
+                (lo, hi)
+            })
+            .collect();
+        let params = ClassifierParams {
+            n_trees: trees,
+            n_threads: 1,
+            scaling: Scaling::Ranges(ranges),
+            ..Default::default()
+        };
+        let mut f = MondrianForestClassifier::new(params.clone()).unwrap();
+        let start = Instant::now();
+        for (row, &y) in t.x.chunks_exact(d).zip(&t.y) {
+            f.partial_fit(row, d, &[y]).unwrap();
+        }
+        let per_point = start.elapsed().as_secs_f64() * 1e9 / (n * trees) as f64;
+        let mut g = MondrianForestClassifier::new(params).unwrap();
+        let start = Instant::now();
+        for (xs, ys) in t.x.chunks(100 * d).zip(t.y.chunks(100)) {
+            g.partial_fit(xs, d, ys).unwrap();
+        }
+        let per_batch = start.elapsed().as_secs_f64() * 1e9 / (n * trees) as f64;
+        let depth = f.summary().depth_mean;
+        // Node record + box per level; the box is 2·D f32.
+        let bytes = depth * (32.0 + 8.0 * d as f64);
+        let lines = depth * (1.0 + (8.0 * d as f64 / 64.0).ceil());
+        let name = path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!(
+            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>12.0} {:>11.1} {:>11.0}",
+            name,
+            n,
+            d,
+            depth,
+            per_point,
+            per_batch,
+            bytes,
+            bytes / bandwidth * 1e9,
+            lines * latency
+        );
+    }
+}
