@@ -12,7 +12,7 @@ use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::process::Feature;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
-use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
+use crate::tree::{MondrianTree, PauseRule, TrainingPoints, LOCKSTEP, NO_NODE};
 
 /// Hyper-parameters of a [`MondrianForestClassifier`] (spec §1.5). The defaults are the
 /// paper's experimental settings.
@@ -352,29 +352,69 @@ impl MondrianForestClassifier {
             n_features: self.n_features.unwrap_or(0),
             targets: &self.labels,
         };
-        let work = |(t, unit): (usize, &mut TreeUnit)| {
-            if unit.tree.root().is_none() {
-                let points = (start..end)
-                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(t, i) as usize))
-                    .collect();
-                unit.tree
-                    .fit(points, &data, &mut unit.counts, &mut unit.rng);
-                return;
-            }
-            for i in start..end {
-                let w = weight(t, i);
-                if w > 0 {
+        // Trees go in chunks; within a chunk the descents of each point interleave so that
+        // the trees' cache misses overlap (a descent waits on each node it loads).
+        let work = |(c, chunk): (usize, &mut [TreeUnit])| {
+            let first_tree = c * LOCKSTEP;
+            // An empty tree is batch-sampled on the whole batch and then sits it out.
+            let mut sampled = [false; LOCKSTEP];
+            for (t, unit) in chunk.iter_mut().enumerate() {
+                if unit.tree.root().is_none() {
+                    let points = (start..end)
+                        .flat_map(|i| {
+                            std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize)
+                        })
+                        .collect();
                     unit.tree
-                        .extend(i as u32, w, &data, &mut unit.counts, &mut unit.rng);
+                        .fit(points, &data, &mut unit.counts, &mut unit.rng);
+                    sampled[t] = true;
+                }
+            }
+            let mut cursor = [NO_NODE; LOCKSTEP];
+            let mut weights = [0u32; LOCKSTEP];
+            for i in start..end {
+                let x = data.row(i as u32);
+                for (t, unit) in chunk.iter_mut().enumerate() {
+                    weights[t] = if sampled[t] {
+                        0
+                    } else {
+                        weight(first_tree + t, i)
+                    };
+                    cursor[t] = if weights[t] > 0 {
+                        unit.tree.route_begin()
+                    } else {
+                        NO_NODE
+                    };
+                }
+                let mut active = true;
+                while active {
+                    active = false;
+                    for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
+                        if *c != NO_NODE {
+                            *c = unit.tree.route_advance(*c, x);
+                            active |= *c != NO_NODE;
+                        }
+                    }
+                }
+                for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
+                    if w > 0 {
+                        unit.tree.extend_routed(
+                            i as u32,
+                            w,
+                            &data,
+                            &mut unit.counts,
+                            &mut unit.rng,
+                        );
+                    }
                 }
             }
         };
         let trees = &mut self.trees;
-        if trees.len() == 1 || end - start == 1 && trees.len() < 8 {
-            trees.iter_mut().enumerate().for_each(work);
+        if trees.len() <= LOCKSTEP || end - start == 1 && trees.len() < 2 * LOCKSTEP {
+            trees.chunks_mut(LOCKSTEP).enumerate().for_each(work);
         } else {
             self.pool
-                .install(|| trees.par_iter_mut().enumerate().for_each(work));
+                .install(|| trees.par_chunks_mut(LOCKSTEP).enumerate().for_each(work));
         }
     }
 
@@ -442,19 +482,14 @@ impl MondrianForestClassifier {
                     let mut scratch = LabelScratch::default();
                     // Tree-major inside a block keeps one tree's nodes hot in cache.
                     for unit in trees {
-                        for (o, xi) in out_block
-                            .chunks_exact_mut(k)
-                            .zip(x_block.chunks_exact(n_features))
-                        {
-                            model.predict_tree(
-                                &unit.tree,
-                                &unit.counts,
-                                xi,
-                                scale,
-                                &mut scratch,
-                                o,
-                            );
-                        }
+                        model.predict_tree_rows(
+                            &unit.tree,
+                            &unit.counts,
+                            x_block,
+                            scale,
+                            &mut scratch,
+                            out_block,
+                        );
                     }
                 })
         });

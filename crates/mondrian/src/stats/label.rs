@@ -219,6 +219,7 @@ pub struct LabelScratch {
     mean: Vec<f64>,
     steps: Vec<PathStep>,
     coefficients: Vec<(f64, f64, f64)>,
+    many: Vec<Vec<PathStep>>,
 }
 
 impl LabelModel {
@@ -256,9 +257,48 @@ impl LabelModel {
             return;
         };
         let steps = &mut scratch.steps;
-        steps.clear();
-        tree.walk_path(x, |step| steps.push(*step));
-        let coefficients = &mut scratch.coefficients;
+        tree.path_steps(x, steps);
+        self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, out);
+    }
+
+    /// [`predict_tree`](Self::predict_tree) for a block of rows (row-major, D columns;
+    /// `out` row-major with K columns), descending for several rows in lockstep
+    /// ([`MondrianTree::path_steps_many`]).
+    pub fn predict_tree_rows(
+        &self,
+        tree: &MondrianTree,
+        counts: &LabelCounts,
+        xs: &[Feature],
+        scale: f64,
+        scratch: &mut LabelScratch,
+        out: &mut [f64],
+    ) {
+        // An empty tree adds H to every entry.
+        let Some(base) = base_measure_if_empty(tree, counts, scale, out) else {
+            return;
+        };
+        let k = counts.n_classes();
+        let rows = out.len() / k;
+        scratch
+            .many
+            .resize_with(rows.max(scratch.many.len()), Vec::new);
+        tree.path_steps_many(xs, &mut scratch.many[..rows]);
+        for (steps, o) in scratch.many.iter().zip(out.chunks_exact_mut(k)) {
+            self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
+        }
+    }
+
+    /// Adds `scale ·` the prediction of a weighed path to `out` (the two passes described
+    /// at [`predict_tree`](Self::predict_tree)).
+    fn combine_path(
+        &self,
+        counts: &LabelCounts,
+        base: f64,
+        scale: f64,
+        steps: &[PathStep],
+        coefficients: &mut Vec<(f64, f64, f64)>,
+        out: &mut [f64],
+    ) {
         coefficients.clear();
         coefficients.resize(steps.len(), (0.0, 0.0, 0.0));
         // Backward pass: g_i is the coefficient on Ḡ_i, rho the one on Ḡ_parent(i).

@@ -12,7 +12,7 @@
 
 mod path;
 
-pub use path::PathStep;
+pub use path::{PathStep, LOCKSTEP};
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,22 @@ use crate::process::{
     linear_dimension, sample_extension_cut, sample_proportional, sample_uniform_half_open,
     split_time, Feature,
 };
+
+/// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory.
+#[inline(always)]
+pub(crate) fn prefetch_lines(ptr: *const u8, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in 0..lines {
+        #[allow(unused_unsafe)]
+        // SAFETY: a prefetch is a hint: it never faults and has no architectural effect.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch(ptr.wrapping_add(64 * line) as *const i8, _MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, lines);
+}
 
 /// Sentinel for "no node".
 pub const NO_NODE: u32 = u32::MAX;
@@ -127,6 +143,12 @@ pub struct MondrianTree {
     nodes: Vec<Node>,
     bounds: Vec<Feature>,
     points: Vec<Vec<u32>>,
+    /// Reused buffer for the path of the point being inserted.
+    #[serde(skip)]
+    path: Vec<u32>,
+    /// η of the point at each node of `path` (from the first node outside down).
+    #[serde(skip)]
+    etas: Vec<f64>,
 }
 
 /// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
@@ -155,6 +177,8 @@ impl MondrianTree {
             nodes: Vec::new(),
             bounds: Vec::new(),
             points: Vec::new(),
+            path: Vec::new(),
+            etas: Vec::new(),
         }
     }
 
@@ -336,35 +360,26 @@ impl MondrianTree {
         id
     }
 
-    /// Asks the cache for the node record and the start of its box ahead of use: walks are
-    /// bound by the latency of these loads, and the next node is known before the current
-    /// box is read.
+    /// Asks the cache for a node's record ahead of use: walks are bound by the latency of
+    /// these dependent loads, and the next node is known before the current one is done.
     #[inline(always)]
     pub(crate) fn prefetch(&self, node: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let j = node as usize;
-            let box_start = 2 * self.n_features * j;
-            let box_len = (2 * self.n_features).min(64);
-            // Prefetching never faults, but the pointers are formed from in-bounds indices.
-            if j < self.nodes.len() && box_start + box_len <= self.bounds.len() {
-                let node_ptr = self.nodes.as_ptr().wrapping_add(j) as *const i8;
-                let box_ptr = self.bounds.as_ptr().wrapping_add(box_start) as *const i8;
-                #[allow(unused_unsafe)]
-                // SAFETY: prefetch is a hint with no architectural effect on memory.
-                unsafe {
-                    _mm_prefetch(node_ptr, _MM_HINT_T0);
-                    let mut offset = 0;
-                    while offset < box_len * std::mem::size_of::<Feature>() {
-                        _mm_prefetch(box_ptr.wrapping_add(offset), _MM_HINT_T0);
-                        offset += 64;
-                    }
-                }
-            }
+        if let Some(record) = self.nodes.get(node as usize) {
+            prefetch_lines(record as *const Node as *const u8, 1);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = node;
+    }
+
+    /// Asks the cache for the start of a node's box (up to four lines).
+    #[inline(always)]
+    pub(crate) fn prefetch_box(&self, node: u32) {
+        let start = 2 * self.n_features * node as usize;
+        if let Some(first) = self.bounds.get(start) {
+            let bytes = 2 * self.n_features * std::mem::size_of::<Feature>();
+            prefetch_lines(
+                first as *const Feature as *const u8,
+                bytes.div_ceil(64).min(4),
+            );
+        }
     }
 
     fn bounds_mut(&mut self, node: u32) -> (&mut [Feature], &mut [Feature]) {
@@ -532,16 +547,38 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
+        let x = data.row(point);
+        let mut node = self.route_begin();
+        while node != NO_NODE {
+            node = self.route_advance(node, x);
+        }
+        self.extend_routed(point, weight, data, stats, rng);
+    }
+
+    /// [`extend`](Self::extend) after the point's route was recorded by
+    /// [`route_begin`](Self::route_begin) / [`route_advance`](Self::route_advance).
+    pub fn extend_routed<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        point: u32,
+        weight: u32,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
         debug_assert!(weight >= 1);
         let x = data.row(point);
         let y = data.target(point);
+        debug_assert!(self.path.last().is_none_or(|&l| self.is_leaf(l)));
         if self.root == NO_NODE {
             self.root = self.new_node(NO_NODE, stats);
             self.new_leaf(self.root, point, weight, data, stats);
             return;
         }
-        let mut j = self.root;
+        // The loop follows the recorded route: until it stops, nothing it does moves a
+        // split, so the point is routed exactly as recorded.
+        let mut k = self.first_node_outside(x);
         loop {
+            let j = self.path[k];
             let ju = j as usize;
             if self.nodes[ju].paused {
                 let stays_paused =
@@ -563,10 +600,7 @@ impl MondrianTree {
                 }
                 return;
             }
-            if !self.is_leaf(j) {
-                self.prefetch(self.route(j, x));
-            }
-            let eta = extension_rate(self.lower(j), self.upper(j), x);
+            let eta = self.etas[k];
             let tp = self.parent_split_time(j);
             let e = sample_exponential(rng, eta);
             if tp + e < self.nodes[ju].tau {
@@ -581,8 +615,56 @@ impl MondrianTree {
                 }
                 return;
             }
-            j = self.route(j, x);
+            k += 1;
         }
+    }
+
+    /// Where an insertion of `x` starts to do anything: the first node on its path whose box
+    /// does not contain `x`, or the leaf if every box does. Above it η = 0, so the walk of
+    /// spec §2.4 would draw nothing, leave the boxes as they are and only route (boxes are
+    /// nested: the nodes containing `x` form a prefix of the path). Routing to the leaf and
+    /// measuring η upwards skips the D-dimensional distances of that prefix and draws
+    /// exactly the same random numbers.
+    /// Returns the position of that node on the recorded route; η of the nodes from there
+    /// down is left in `self.etas`, indexed like the route.
+    fn first_node_outside(&mut self, x: &[Feature]) -> usize {
+        let n = self.path.len();
+        self.etas.clear();
+        self.etas.resize(n, 0.0);
+        let mut first = n - 1;
+        for k in (0..n).rev() {
+            let node = self.path[k];
+            let eta = extension_rate(self.lower(node), self.upper(node), x);
+            if eta == 0.0 {
+                break;
+            }
+            self.etas[k] = eta;
+            first = k;
+        }
+        first
+    }
+
+    /// Starts routing a point to its leaf: clears the route buffer and returns the root
+    /// (`NO_NODE` for an empty tree). With [`route_advance`](Self::route_advance) this lets
+    /// a caller interleave the descents of several trees so their cache misses overlap;
+    /// [`extend_routed`](Self::extend_routed) then inserts the point.
+    #[inline]
+    pub fn route_begin(&mut self) -> u32 {
+        self.path.clear();
+        self.root
+    }
+
+    /// Records `node` on the route of `x` and returns the next node, `NO_NODE` after the
+    /// leaf. The next node's record is prefetched.
+    #[inline]
+    pub fn route_advance(&mut self, node: u32, x: &[Feature]) -> u32 {
+        self.path.push(node);
+        if self.is_leaf(node) {
+            return NO_NODE;
+        }
+        let next = self.route(node, x);
+        self.prefetch(next);
+        next
     }
 
     /// Inserts a new parent above `node` at time `tau` whose other child is a new leaf

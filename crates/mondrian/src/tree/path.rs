@@ -5,6 +5,9 @@
 use super::{MondrianTree, NO_NODE};
 use crate::process::{extension_rate, Feature};
 
+/// Rows whose descents are interleaved by [`MondrianTree::path_steps_many`].
+pub const LOCKSTEP: usize = 8;
+
 /// One node on the path of `x`, with the probability mass the prediction puts on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathStep {
@@ -42,52 +45,148 @@ impl MondrianTree {
     /// Walks the path of `x` from the root, calling `visit` on each node in order. The
     /// branch and leaf weights of all steps sum to 1; the walk stops early (possibly before
     /// the leaf) once the probability of not having branched off underflows to 0.
-    pub fn walk_path(&self, x: &[Feature], mut visit: impl FnMut(&PathStep)) {
+    pub fn walk_path(&self, x: &[Feature], visit: impl FnMut(&PathStep)) {
+        let mut steps = Vec::new();
+        self.path_steps(x, &mut steps);
+        steps.iter().for_each(visit);
+    }
+
+    /// The steps of [`walk_path`](Self::walk_path), written to `steps` (cleared first).
+    ///
+    /// Boxes are nested, so the nodes whose box contains `x` (η = 0, no branch-off) form a
+    /// prefix of the path. The walk therefore routes to the leaf first, then measures η from
+    /// the leaf upwards only until it meets a box containing `x`: most of a path costs a
+    /// comparison per node instead of a distance over D features.
+    pub fn path_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
+        steps.clear();
         let mut node = self.root;
         if node == NO_NODE {
             return;
         }
-        let mut not_branched = 1.0f64;
         let mut tau_parent = 0.0f64;
         loop {
-            let j = node as usize;
             let is_leaf = self.is_leaf(node);
-            if !is_leaf {
-                self.prefetch(self.route(node, x));
-            }
-            let delta = self.nodes[j].tau - tau_parent;
-            let eta = extension_rate(self.lower(node), self.upper(node), x);
-            let p_split = Self::branch_off_probability(delta, eta);
-            let step = PathStep {
+            let tau = self.nodes[node as usize].tau;
+            steps.push(PathStep {
                 node,
-                delta,
-                eta,
-                p_split,
-                branch_weight: not_branched * p_split,
-                leaf_weight: if is_leaf {
-                    not_branched * (1.0 - p_split)
-                } else {
-                    0.0
-                },
+                delta: tau - tau_parent,
+                eta: 0.0,
+                p_split: 0.0,
+                branch_weight: 0.0,
+                leaf_weight: 0.0,
                 is_leaf,
-            };
-            visit(&step);
+            });
             if is_leaf {
-                return;
+                break;
+            }
+            tau_parent = tau;
+            node = self.route(node, x);
+        }
+        self.weigh_steps(x, steps);
+    }
+
+    /// [`path_steps`](Self::path_steps) for several points at once (row-major `xs`, one
+    /// output per row). The descents advance in lockstep, one level each in turn, with the
+    /// next node prefetched, so the cache misses of different rows overlap instead of
+    /// queueing: a single descent is bound by the latency of each dependent load.
+    pub fn path_steps_many(&self, xs: &[Feature], steps: &mut [Vec<PathStep>]) {
+        let d = self.n_features;
+        let rows = xs.len() / d;
+        let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
+        for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
+            let n = group.len() / d;
+            for (c, s) in cursor.iter_mut().zip(group_steps.iter_mut()).take(n) {
+                s.clear();
+                *c = (self.root, 0.0);
+            }
+            let mut active = if self.root == NO_NODE { 0 } else { n };
+            while active > 0 {
+                active = 0;
+                for ((c, s), x) in cursor
+                    .iter_mut()
+                    .zip(group_steps.iter_mut())
+                    .zip(group.chunks_exact(d))
+                {
+                    let (node, tau_parent) = *c;
+                    if node == NO_NODE {
+                        continue;
+                    }
+                    let is_leaf = self.is_leaf(node);
+                    let tau = self.nodes[node as usize].tau;
+                    s.push(PathStep {
+                        node,
+                        delta: tau - tau_parent,
+                        eta: 0.0,
+                        p_split: 0.0,
+                        branch_weight: 0.0,
+                        leaf_weight: 0.0,
+                        is_leaf,
+                    });
+                    if is_leaf {
+                        c.0 = NO_NODE;
+                    } else {
+                        let next = self.route(node, x);
+                        self.prefetch(next);
+                        *c = (next, tau);
+                        active += 1;
+                    }
+                }
+            }
+            // The boxes measured next are those at the bottom of each path: ask for them
+            // all before measuring any.
+            for s in group_steps.iter().take(n) {
+                for step in s.iter().rev().take(3) {
+                    self.prefetch_box(step.node);
+                }
+            }
+            for (s, x) in group_steps.iter_mut().zip(group.chunks_exact(d)).take(n) {
+                self.weigh_steps(x, s);
+            }
+        }
+        debug_assert!(rows <= steps.len());
+    }
+
+    /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
+    fn weigh_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
+        let mut outside_from = steps.len();
+        for step in steps.iter_mut().rev() {
+            let eta = extension_rate(self.lower(step.node), self.upper(step.node), x);
+            if eta == 0.0 {
+                break;
+            }
+            step.eta = eta;
+            step.p_split = Self::branch_off_probability(step.delta, eta);
+            outside_from -= 1;
+        }
+        if outside_from == steps.len() {
+            // x lies in the leaf's box: the prediction is the leaf's alone.
+            if let Some(leaf) = steps.last_mut() {
+                leaf.leaf_weight = 1.0;
+            }
+            return;
+        }
+        let mut not_branched = 1.0f64;
+        let mut end = steps.len();
+        for (i, step) in steps.iter_mut().enumerate().skip(outside_from) {
+            step.branch_weight = not_branched * step.p_split;
+            if step.is_leaf {
+                step.leaf_weight = not_branched * (1.0 - step.p_split);
+                break;
             }
             // 1 − p^s loses digits when p^s is close to 1: use exp(−ηΔ) there.
-            if p_split > 0.0 {
-                not_branched *= if p_split < 0.5 {
-                    1.0 - p_split
+            if step.p_split > 0.0 {
+                not_branched *= if step.p_split < 0.5 {
+                    1.0 - step.p_split
                 } else {
-                    (-eta * delta).exp()
+                    (-step.eta * step.delta).exp()
                 };
             }
             if not_branched == 0.0 {
-                return;
+                // Nothing below can receive any mass.
+                end = i + 1;
+                break;
             }
-            tau_parent = self.nodes[j].tau;
-            node = self.route(node, x);
         }
+        steps.truncate(end);
     }
 }
