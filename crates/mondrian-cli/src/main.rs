@@ -483,16 +483,11 @@ fn learning_curve(
     train: &Labelled,
     test: &Labelled,
     n_classes: usize,
-    batches: usize,
+    ends: &[usize],
     args: &ForestArgs,
     mut report: impl FnMut(&CurveStep),
 ) -> Result<(Vec<CurveStep>, MondrianForestClassifier), CliError> {
     let n = train.data.n_rows();
-    if batches == 0 || batches > n {
-        return Err(CliError::Usage(format!(
-            "--batches must be between 1 and the {n} training rows"
-        )));
-    }
     let d = train.data.n_features;
     let order = shuffled(n, args.seed);
     let x: Vec<f64> = order
@@ -501,12 +496,10 @@ fn learning_curve(
         .collect();
     let y: Vec<usize> = order.iter().map(|&i| train.classes[i]).collect();
     let mut forest = MondrianForestClassifier::new(params_from(args, &train.data, n_classes))?;
-    let size = n / batches;
-    let mut steps = Vec::with_capacity(batches);
+    let mut steps = Vec::with_capacity(ends.len());
     let mut train_seconds = 0.0;
-    for b in 0..batches {
-        let lo = b * size;
-        let hi = if b + 1 == batches { n } else { lo + size };
+    let mut lo = 0;
+    for (b, &hi) in ends.iter().enumerate() {
         let start = Instant::now();
         if b == 0 {
             forest.fit(&x[lo * d..hi * d], d, &y[lo..hi])?;
@@ -525,8 +518,23 @@ fn learning_curve(
         };
         report(&step);
         steps.push(step);
+        lo = hi;
     }
     Ok((steps, forest))
+}
+
+/// Ends of `batches` mini-batches of ⌊n/batches⌋ points, the last taking the remainder
+/// (spec §8.1).
+fn equal_batches(n: usize, batches: usize) -> Result<Vec<usize>, CliError> {
+    if batches == 0 || batches > n {
+        return Err(CliError::Usage(format!(
+            "--batches must be between 1 and the {n} training rows"
+        )));
+    }
+    let size = n / batches;
+    Ok((1..=batches)
+        .map(|b| if b == batches { n } else { b * size })
+        .collect())
 }
 
 /// A permutation of `0..n` from the seed (Fisher–Yates on SplitMix64).
@@ -557,23 +565,23 @@ fn run_curve(
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;
+    let ends = equal_batches(train_set.data.n_rows(), batches)?;
     let bar = progress(batches as u64, "mini-batches");
-    let (steps, forest) =
-        learning_curve(&train_set, &test_set, values.len(), batches, args, |s| {
-            bar.inc(1);
-            if !json {
-                bar.suspend(|| {
-                    println!(
-                        "{:>7} seen ({:>5.1}%)  accuracy {:.4}  log-loss {:.4}  train {:.2}s",
-                        s.n_seen,
-                        100.0 * s.fraction,
-                        s.accuracy,
-                        s.log_loss,
-                        s.train_seconds
-                    )
-                });
-            }
-        })?;
+    let (steps, forest) = learning_curve(&train_set, &test_set, values.len(), &ends, args, |s| {
+        bar.inc(1);
+        if !json {
+            bar.suspend(|| {
+                println!(
+                    "{:>7} seen ({:>5.1}%)  accuracy {:.4}  log-loss {:.4}  train {:.2}s",
+                    s.n_seen,
+                    100.0 * s.fraction,
+                    s.accuracy,
+                    s.log_loss,
+                    s.train_seconds
+                )
+            });
+        }
+    })?;
     bar.finish_and_clear();
     if json {
         let out = serde_json::json!({
@@ -618,8 +626,9 @@ fn run_demo() -> Result<(), CliError> {
     let _ = std::fs::remove_dir_all(&dir);
     let (train, test, values) = loaded?;
     println!(
-        "Mondrian forest demo: satimage (Statlog Landsat, UCI), {} training rows streamed in 20 mini-batches,\n\
-         {} test rows, {} features, {} classes; 100 trees, lifetime ∞, γ = 10·D.\n",
+        "Mondrian forest demo: satimage (Statlog Landsat, UCI). {} training rows arrive in growing\n\
+         mini-batches and the forest learns each online; accuracy is measured on {} held-out rows.\n\
+         {} features, {} classes; 100 trees, lifetime ∞, γ = 10·D.\n",
         train.data.n_rows(),
         test.data.n_rows(),
         train.data.n_features,
@@ -641,7 +650,16 @@ fn run_demo() -> Result<(), CliError> {
         min_samples_split: 2,
         branch_counts: BranchArg::Paper,
     };
-    let (_, forest) = learning_curve(&train, &test, values.len(), 20, &args, |s| {
+    // Mini-batches that grow along the stream, so the early learning shows.
+    let n = train.data.n_rows();
+    let mut ends: Vec<usize> = [
+        0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    ]
+    .iter()
+    .map(|f| ((f * n as f64).round() as usize).clamp(1, n))
+    .collect();
+    ends.dedup();
+    let (_, forest) = learning_curve(&train, &test, values.len(), &ends, &args, |s| {
         let bar = "#".repeat(((s.accuracy - 0.5).max(0.0) * 100.0).round() as usize);
         println!(
             "{:>8} {:>9.4} {:>9.4} {:>9.2}  {bar}",
