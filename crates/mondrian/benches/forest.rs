@@ -41,6 +41,18 @@ pub fn read_table(path: &Path) -> Table {
     Table { x, y, d }
 }
 
+/// Per-feature (min, max) of a table: the ranges a streaming user would declare.
+pub fn ranges_of(t: &Table) -> Vec<(f64, f64)> {
+    (0..t.d)
+        .map(|j| {
+            let col = t.x.iter().skip(j).step_by(t.d);
+            let lo = col.clone().cloned().fold(f64::INFINITY, f64::min);
+            let hi = col.cloned().fold(f64::NEG_INFINITY, f64::max);
+            (lo, hi)
+        })
+        .collect()
+}
+
 fn datasets_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
 }
@@ -72,14 +84,7 @@ fn bench_forest(c: &mut Criterion) {
 
     // Online: the first point fixes nothing but the width; the scaling comes from ranges as
     // a streaming user would give them, so every point goes through `extend`.
-    let ranges: Vec<(f64, f64)> = (0..d)
-        .map(|j| {
-            let col = train.x.iter().skip(j).step_by(d);
-            let lo = col.clone().cloned().fold(f64::INFINITY, f64::min);
-            let hi = col.cloned().fold(f64::NEG_INFINITY, f64::max);
-            (lo, hi)
-        })
-        .collect();
+    let ranges = ranges_of(&train);
     let online = ClassifierParams {
         scaling: mondrian::Scaling::Ranges(ranges),
         ..params()

@@ -94,14 +94,7 @@ fn main() {
     for path in paths {
         let t = forest_bench::read_table(&path);
         let (n, d) = (t.y.len(), t.d);
-        let ranges: Vec<(f64, f64)> = (0..d)
-            .map(|j| {
-                let col = t.x.iter().skip(j).step_by(d);
-                let lo = col.clone().cloned().fold(f64::INFINITY, f64::min);
-                let hi = col.cloned().fold(f64::NEG_INFINITY, f64::max);
-                (lo, hi)
-            })
-            .collect();
+        let ranges = forest_bench::ranges_of(&t);
         let params = ClassifierParams {
             n_trees: trees,
             n_threads: 1,

@@ -58,31 +58,7 @@ impl MondrianTree {
     /// the leaf upwards only until it meets a box containing `x`: most of a path costs a
     /// comparison per node instead of a distance over D features.
     pub fn path_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
-        steps.clear();
-        let mut node = self.root;
-        if node == NO_NODE {
-            return;
-        }
-        let mut tau_parent = 0.0f64;
-        loop {
-            let is_leaf = self.is_leaf(node);
-            let tau = self.nodes[node as usize].tau;
-            steps.push(PathStep {
-                node,
-                delta: tau - tau_parent,
-                eta: 0.0,
-                p_split: 0.0,
-                branch_weight: 0.0,
-                leaf_weight: 0.0,
-                is_leaf,
-            });
-            if is_leaf {
-                break;
-            }
-            tau_parent = tau;
-            node = self.route(node, x);
-        }
-        self.weigh_steps(x, steps);
+        self.path_steps_many(x, std::slice::from_mut(steps));
     }
 
     /// [`path_steps`](Self::path_steps) for several points at once (row-major `xs`, one
