@@ -110,6 +110,12 @@ impl NodeStatistics for LabelCounts {
         self.records.resize(n_nodes * s, 0);
     }
 
+    fn reserve(&mut self, n_nodes: usize) {
+        let wanted = n_nodes * self.stride();
+        self.records
+            .reserve(wanted.saturating_sub(self.records.len()));
+    }
+
     fn set_leaf(&mut self, node: u32, points: &[u32], targets: &[u32]) {
         let r = self.record_mut(node);
         r.fill(0);

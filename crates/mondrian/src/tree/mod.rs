@@ -77,6 +77,10 @@ pub trait NodeStatistics {
 
     /// Make room for `n_nodes` nodes; new nodes start empty.
     fn resize(&mut self, n_nodes: usize);
+    /// Capacity hint: the tree is about to grow to at most `n_nodes` nodes.
+    fn reserve(&mut self, n_nodes: usize) {
+        let _ = n_nodes;
+    }
     /// Set leaf `node`'s statistics from its points (with multiplicity).
     fn set_leaf(&mut self, node: u32, points: &[u32], targets: &[Self::Target]);
     /// Set internal `node`'s statistics from its children; returns whether they changed.
@@ -423,6 +427,13 @@ impl MondrianTree {
         if points.is_empty() {
             return;
         }
+        // A binary tree over n points has at most 2n − 1 nodes: reserve once instead of
+        // copying the arena at every doubling. Unused capacity is never touched.
+        let max_nodes = 2 * points.len() - 1;
+        self.nodes.reserve(max_nodes);
+        self.bounds.reserve(max_nodes * 2 * self.n_features);
+        self.points.reserve(max_nodes);
+        stats.reserve(max_nodes);
         self.root = self.new_node(NO_NODE, stats);
         self.sample_block(self.root, points, 0.0, data, stats, rng);
     }
