@@ -5,7 +5,8 @@
 use super::{MondrianTree, NO_NODE};
 use crate::process::{extension_rate, Feature};
 
-/// Rows whose descents are interleaved by [`MondrianTree::path_steps_many`].
+/// How many descents are interleaved: rows of a prediction block
+/// ([`MondrianTree::path_steps_many`]) or trees taking one training point.
 pub const LOCKSTEP: usize = 8;
 
 /// One node on the path of `x`, with the probability mass the prediction puts on it.
