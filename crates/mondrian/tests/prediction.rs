@@ -199,7 +199,6 @@ fn mix(a: f64, u: &[f64], b: f64, v: &[f64]) -> Vec<f64> {
 /// monotone decrease in γ.
 #[test]
 fn expected_discount_values_bounds_and_quadrature() {
-    let _t = Timer::new("expected_discount_values_bounds_and_quadrature");
     assert!((expected_discount(1.0, 2.0, 0.5) - 0.6581367003).abs() < 1e-9);
     assert!((expected_discount(1.0, 2.0, INF) - 1.0 / 3.0).abs() < 1e-15);
     assert!((expected_discount(3.0, 3.0, 1.0) - 0.5248935342).abs() < 1e-9);
@@ -261,7 +260,6 @@ fn expected_discount_values_bounds_and_quadrature() {
 /// Coordinates are dyadic so that η is exact in f32.
 #[test]
 fn single_training_point_closed_form() {
-    let _t = Timer::new("single_training_point_closed_form");
     let data = Data::new(&[&[0.25, 0.75]], &[1], 3);
     let k = 3;
     let h = vec![1.0 / 3.0; 3];
@@ -333,7 +331,6 @@ fn single_training_point_closed_form() {
 /// single weighted insertion (weight 5) all give the same leaf; also through the forest.
 #[test]
 fn duplicates_distinguish_paper_and_reference() {
-    let _t = Timer::new("duplicates_distinguish_paper_and_reference");
     let rows: Vec<&[Feature]> = vec![&[0.25, 0.75]; 5];
     let data = Data::new(&rows, &[2; 5], 3);
     let h = vec![1.0 / 3.0; 3];
@@ -433,7 +430,6 @@ fn duplicates_distinguish_paper_and_reference() {
 /// exact). Both variants coincide here (every leaf holds one point).
 #[test]
 fn exact_two_point_forest_limit() {
-    let _t = Timer::new("exact_two_point_forest_limit");
     let m = 40_000;
     let mut forest = MondrianForestClassifier::new(ClassifierParams {
         n_trees: m,
@@ -569,7 +565,6 @@ fn clusters() -> Data {
 /// the same Monte-Carlo averages must reject the Reference variant where it differs.
 #[test]
 fn monte_carlo_extensions_match_predict() {
-    let _t = Timer::new("monte_carlo_extensions_match_predict");
     let data = clusters();
     let xs: [[Feature; 2]; 6] = [
         [0.3, 0.3],
@@ -661,7 +656,6 @@ fn random_x(r: &mut TestRng, d: usize) -> Vec<Feature> {
 /// η exact in f32, so the two must agree to rounding (1e-10).
 #[test]
 fn predict_matches_reference_implementation() {
-    let _t = Timer::new("predict_matches_reference_implementation");
     let mut r = rng(500);
     for _ in 0..300 {
         let (data, lifetime, pause) = random_case(&mut r);
@@ -696,7 +690,6 @@ fn predict_matches_reference_implementation() {
 /// unless Δ > 700, probability < e^{−40} per node). Also through the forest API.
 #[test]
 fn probabilities_are_normalised_nonnegative_and_positive_off_box() {
-    let _t = Timer::new("probabilities_are_normalised_nonnegative_and_positive_off_box");
     let mut r = rng(600);
     for _ in 0..300 {
         let (data, lifetime, pause) = random_case(&mut r);
@@ -761,7 +754,6 @@ fn probabilities_are_normalised_nonnegative_and_positive_off_box() {
 /// in that box, and routes to that leaf since the splits separate boxes), both variants.
 #[test]
 fn inside_leaf_box_prediction_is_leaf_mean() {
-    let _t = Timer::new("inside_leaf_box_prediction_is_leaf_mean");
     let mut r = rng(700);
     for _ in 0..300 {
         let (data, lifetime, pause) = random_case(&mut r);
@@ -811,7 +803,6 @@ fn inside_leaf_box_prediction_is_leaf_mean() {
 /// The path weights w_j = Π_{ancestors}(e^{−η Δ}) (1 − e^{−η_j Δ_j}) are recomputed here.
 #[test]
 fn limits_gamma_zero_gamma_infinite_lifetime_zero() {
-    let _t = Timer::new("limits_gamma_zero_gamma_infinite_lifetime_zero");
     let mut r = rng(800);
     let mut checked_large = 0;
     for _ in 0..300 {

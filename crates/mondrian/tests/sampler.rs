@@ -94,7 +94,6 @@ fn standard_methods(ids: &[u32], seed: u64) -> Vec<Method> {
 /// synthetic samples (so the sampler tests below have power).
 #[test]
 fn helpers_accept_true_and_reject_false_hypotheses() {
-    let _t = Timer::new("helpers_accept_true_and_reject_false_hypotheses");
     let mut r = rng(1);
     let exp = |r: &mut TestRng, rate: f64| -(1.0 - r.gen::<f64>()).ln() / rate;
     let xs: Vec<f64> = (0..20_000).map(|_| exp(&mut r, 2.0)).collect();
@@ -171,7 +170,6 @@ fn helpers_accept_true_and_reject_false_hypotheses() {
 /// single points pause, which leaves the law unchanged. KS against 1 − e^{−Lt}.
 #[test]
 fn root_split_time_is_exponential() {
-    let _t = Timer::new("root_split_time_is_exponential");
     let data = d2();
     let ids = data.ids();
     let l = data.linear_dimension(&ids);
@@ -205,7 +203,6 @@ fn root_split_time_is_exponential() {
 /// P(internal) = 1 − e^{−1}. A root leaf has τ = λ. λ = 0 gives a root leaf always.
 #[test]
 fn root_split_time_finite_lifetime() {
-    let _t = Timer::new("root_split_time_finite_lifetime");
     let data = d2();
     let ids = data.ids();
     let l = data.linear_dimension(&ids);
@@ -258,7 +255,6 @@ fn root_split_time_finite_lifetime() {
 /// may have been inserted late by an extension cut (ξ uniform on the gap to the new point).
 #[test]
 fn root_split_dimension_and_location() {
-    let _t = Timer::new("root_split_dimension_and_location");
     let data = d4_zero_range();
     let ids = data.ids();
     let ranges = data.ranges(&ids);
@@ -313,7 +309,6 @@ fn root_split_dimension_and_location() {
 /// so the pooled U's are i.i.d. Uniform(0,1): KS. Trees with a leaf root are skipped.
 #[test]
 fn children_of_root_have_markov_split_times() {
-    let _t = Timer::new("children_of_root_have_markov_split_times");
     let data = d2();
     let ids = data.ids();
     let n_trees = 20_000;
@@ -378,7 +373,6 @@ fn children_of_root_have_markov_split_times() {
 /// the paused variant uses all-distinct labels (only single points pause).
 #[test]
 fn pairwise_same_leaf_probability() {
-    let _t = Timer::new("pairwise_same_leaf_probability");
     let data = d2();
     let ids = data.ids();
     let lambda = 1.5;
@@ -420,7 +414,6 @@ fn pairwise_same_leaf_probability() {
 /// two-point tree). KS for each of the 15 pairs, batch and online.
 #[test]
 fn pairwise_separation_time_is_exponential() {
-    let _t = Timer::new("pairwise_separation_time_is_exponential");
     let data = d2();
     let ids = data.ids();
     let n_trees = 20_000;
@@ -458,7 +451,6 @@ fn pairwise_separation_time_is_exponential() {
 /// compared by χ² (cells expecting < 5 pooled). The data include a duplicate (g = 0).
 #[test]
 fn one_dimensional_leaf_count_is_poisson_binomial() {
-    let _t = Timer::new("one_dimensional_leaf_count_is_poisson_binomial");
     let xs: [Feature; 9] = [0.0, 0.3, 0.35, 0.35, 0.9, 1.4, 2.0, 2.1, 3.0];
     let rows: Vec<&[Feature]> = xs.iter().map(std::slice::from_ref).collect();
     let data = Data::distinct_labels(&rows);
@@ -581,7 +573,6 @@ fn assert_online_equals_batch(name: &str, data: &Data, lifetime: f64, pause: Pau
 /// §8.4 item 6 without pausing, finite λ (leaf count and structure are random).
 #[test]
 fn online_equals_batch_no_pausing_finite_lifetime() {
-    let _t = Timer::new("online_equals_batch_no_pausing_finite_lifetime");
     assert_online_equals_batch(
         "no pausing, λ = 1.5",
         &labelled_with_duplicates(),
@@ -594,7 +585,6 @@ fn online_equals_batch_no_pausing_finite_lifetime() {
 /// §8.4 item 6 with pausing on pure labels, λ = ∞, labelled data with duplicates.
 #[test]
 fn online_equals_batch_pausing_infinite_lifetime() {
-    let _t = Timer::new("online_equals_batch_pausing_infinite_lifetime");
     assert_online_equals_batch(
         "pause on pure, λ = ∞",
         &labelled_with_duplicates(),
@@ -607,7 +597,6 @@ fn online_equals_batch_pausing_infinite_lifetime() {
 /// §8.4 item 6 with pausing on pure labels and finite λ.
 #[test]
 fn online_equals_batch_pausing_finite_lifetime() {
-    let _t = Timer::new("online_equals_batch_pausing_finite_lifetime");
     assert_online_equals_batch(
         "pause on pure, λ = 1.5",
         &labelled_with_duplicates(),
@@ -621,7 +610,6 @@ fn online_equals_batch_pausing_finite_lifetime() {
 /// pausing at finite λ).
 #[test]
 fn online_equals_batch_min_samples_split() {
-    let _t = Timer::new("online_equals_batch_min_samples_split");
     let data = labelled_with_duplicates();
     let m3 = PauseRule {
         pause_on_pure: false,
@@ -648,7 +636,6 @@ fn online_equals_batch_min_samples_split() {
 /// χ² homogeneity of the signature (leaf multisets), leaf count and depths.
 #[test]
 fn online_bagging_weights_equal_repeated_points() {
-    let _t = Timer::new("online_bagging_weights_equal_repeated_points");
     let data = labelled_with_duplicates();
     let weights: [u32; 7] = [1, 3, 0, 2, 1, 1, 2];
     let configs = [
@@ -766,7 +753,6 @@ fn online_bagging_weights_equal_repeated_points() {
 /// (grid values, so duplicates are frequent), batch and online.
 #[test]
 fn infinite_lifetime_leaves() {
-    let _t = Timer::new("infinite_lifetime_leaves");
     let mut r = rng(9000);
     for case in 0..300 {
         let n = r.gen_range(1..25);
@@ -907,7 +893,6 @@ proptest! {
 /// after every insertion, with duplicates, far-away points and a sorted run (deep trees).
 #[test]
 fn invariants_in_long_streams() {
-    let _t = Timer::new("invariants_in_long_streams");
     let mut r = rng(9500);
     let mut items: Vec<(usize, usize, u32, u32)> = (0..700)
         .map(|_| {
@@ -941,7 +926,6 @@ fn invariants_in_long_streams() {
 /// γ is changed after training predicts exactly like a forest trained with that γ.
 #[test]
 fn structure_is_independent_of_gamma() {
-    let _t = Timer::new("structure_is_independent_of_gamma");
     let mut r = rng(9900);
     let n = 60;
     let x: Vec<f64> = (0..2 * n).map(|_| r.gen::<f64>()).collect();

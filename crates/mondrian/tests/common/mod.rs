@@ -804,18 +804,3 @@ impl Family {
         );
     }
 }
-
-/// Prints the wall time of a test when dropped (run with `--nocapture` to see it).
-pub struct Timer(&'static str, std::time::Instant);
-
-impl Timer {
-    pub fn new(name: &'static str) -> Self {
-        Timer(name, std::time::Instant::now())
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        eprintln!("-- {} took {:.2} s", self.0, self.1.elapsed().as_secs_f64());
-    }
-}
