@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::process::{extension_rate, sample_exponential};
 use crate::process::{
-    linear_dimension, sample_extension_cut, sample_proportional, sample_uniform_half_open,
-    split_time, Feature,
+    grow_box, linear_dimension, sample_extension_cut, sample_proportional,
+    sample_uniform_half_open, split_time, Feature,
 };
 
 /// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory.
@@ -397,20 +397,14 @@ impl MondrianTree {
         lower.copy_from_slice(data.row(points[0]));
         upper.copy_from_slice(data.row(points[0]));
         for &i in &points[1..] {
-            for ((l, u), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(data.row(i)) {
-                *l = if v < *l { v } else { *l };
-                *u = if v > *u { v } else { *u };
-            }
+            grow_box(lower, upper, data.row(i));
         }
     }
 
     /// Grows the box of `node` to contain `x`.
     fn extend_box(&mut self, node: u32, x: &[Feature]) {
         let (lower, upper) = self.bounds_mut(node);
-        for ((l, u), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(x) {
-            *l = l.min(v);
-            *u = u.max(v);
-        }
+        grow_box(lower, upper, x);
     }
 
     /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, [P] Alg. 1–2 and 9),
@@ -527,10 +521,7 @@ impl MondrianTree {
             };
             let (lower, upper) = self.bounds[off..off + 2 * d].split_at_mut(d);
             if seen[side] {
-                for ((lo, up), &v) in lower.iter_mut().zip(upper.iter_mut()).zip(row) {
-                    *lo = if v < *lo { v } else { *lo };
-                    *up = if v > *up { v } else { *up };
-                }
+                grow_box(lower, upper, row);
             } else {
                 lower.copy_from_slice(row);
                 upper.copy_from_slice(row);
