@@ -12,7 +12,11 @@ use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::process::Feature;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
-use crate::tree::{MondrianTree, PauseRule, TrainingPoints, LOCKSTEP, NO_NODE};
+use crate::tree::{MondrianTree, PauseRule, TrainingPoints, NO_NODE};
+
+/// Trees that take a training point with interleaved descents; also the unit of parallel
+/// work, so it stays small enough to balance 100 trees over a few threads.
+const TREE_GROUP: usize = 8;
 
 /// Hyper-parameters of a [`MondrianForestClassifier`] (spec §1.5). The defaults are the
 /// paper's experimental settings.
@@ -355,9 +359,9 @@ impl MondrianForestClassifier {
         // Trees go in chunks; within a chunk the descents of each point interleave so that
         // the trees' cache misses overlap (a descent waits on each node it loads).
         let work = |(c, chunk): (usize, &mut [TreeUnit])| {
-            let first_tree = c * LOCKSTEP;
+            let first_tree = c * TREE_GROUP;
             // An empty tree is batch-sampled on the whole batch and then sits it out.
-            let mut sampled = [false; LOCKSTEP];
+            let mut sampled = [false; TREE_GROUP];
             for (t, unit) in chunk.iter_mut().enumerate() {
                 if unit.tree.root().is_none() {
                     let points = (start..end)
@@ -370,8 +374,8 @@ impl MondrianForestClassifier {
                     sampled[t] = true;
                 }
             }
-            let mut cursor = [NO_NODE; LOCKSTEP];
-            let mut weights = [0u32; LOCKSTEP];
+            let mut cursor = [NO_NODE; TREE_GROUP];
+            let mut weights = [0u32; TREE_GROUP];
             for i in start..end {
                 let x = data.row(i as u32);
                 for (t, unit) in chunk.iter_mut().enumerate() {
@@ -410,11 +414,11 @@ impl MondrianForestClassifier {
             }
         };
         let trees = &mut self.trees;
-        if trees.len() <= LOCKSTEP || end - start == 1 && trees.len() < 2 * LOCKSTEP {
-            trees.chunks_mut(LOCKSTEP).enumerate().for_each(work);
+        if trees.len() <= TREE_GROUP || end - start == 1 && trees.len() < 2 * TREE_GROUP {
+            trees.chunks_mut(TREE_GROUP).enumerate().for_each(work);
         } else {
             self.pool
-                .install(|| trees.par_chunks_mut(LOCKSTEP).enumerate().for_each(work));
+                .install(|| trees.par_chunks_mut(TREE_GROUP).enumerate().for_each(work));
         }
     }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::process::{expected_discount, expected_discount_given, Feature};
-use crate::tree::{MondrianTree, NodeStatistics, PathStep};
+use crate::tree::{MondrianTree, NodeStatistics, PathStep, LOCKSTEP};
 
 /// Which counts the branch-off node uses in prediction (spec §4.3, §9 item 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -88,6 +88,16 @@ impl LabelCounts {
     fn record_mut(&mut self, node: u32) -> &mut [u32] {
         let s = self.stride();
         &mut self.records[node as usize * s..(node as usize + 1) * s]
+    }
+
+    /// Asks the cache for a node's record ahead of use.
+    #[inline(always)]
+    pub fn prefetch(&self, node: u32) {
+        let start = node as usize * self.stride();
+        if let Some(first) = self.records.get(start) {
+            let lines = (self.stride() * 4).div_ceil(64).min(2);
+            crate::tree::prefetch_lines(first as *const u32 as *const u8, lines);
+        }
     }
 
     /// Heap bytes per node.
@@ -284,13 +294,22 @@ impl LabelModel {
             return;
         };
         let k = counts.n_classes();
-        let rows = out.len() / k;
-        scratch
-            .many
-            .resize_with(rows.max(scratch.many.len()), Vec::new);
-        tree.path_steps_many(xs, &mut scratch.many[..rows]);
-        for (steps, o) in scratch.many.iter().zip(out.chunks_exact_mut(k)) {
-            self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
+        let d = tree.n_features();
+        scratch.many.resize_with(LOCKSTEP, Vec::new);
+        // A group at a time: walk its paths, ask for the counts the combination reads
+        // (those at the bottom of each path), then combine while they arrive.
+        for (xg, og) in xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k)) {
+            let rows = og.len() / k;
+            let group = &mut scratch.many[..rows];
+            tree.path_steps_many(xg, group);
+            for steps in group.iter() {
+                for step in steps.iter().rev().take(5) {
+                    counts.prefetch(step.node);
+                }
+            }
+            for (steps, o) in group.iter().zip(og.chunks_exact_mut(k)) {
+                self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
+            }
         }
     }
 

@@ -23,9 +23,10 @@ use crate::process::{
     sample_uniform_half_open, split_time, Feature,
 };
 
-/// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory.
+/// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory, never
+/// faults, whatever the pointer.
 #[inline(always)]
-pub(crate) fn prefetch_lines(ptr: *const u8, lines: usize) {
+pub fn prefetch_lines(ptr: *const u8, lines: usize) {
     #[cfg(target_arch = "x86_64")]
     for line in 0..lines {
         #[allow(unused_unsafe)]

@@ -5,9 +5,9 @@
 use super::{MondrianTree, NO_NODE};
 use crate::process::{extension_rate, Feature};
 
-/// How many descents are interleaved: rows of a prediction block
-/// ([`MondrianTree::path_steps_many`]) or trees taking one training point.
-pub const LOCKSTEP: usize = 8;
+/// How many rows of a prediction block descend in lockstep
+/// ([`MondrianTree::path_steps_many`]).
+pub const LOCKSTEP: usize = 16;
 
 /// One node on the path of `x`, with the probability mass the prediction puts on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,7 +112,7 @@ impl MondrianTree {
             // The boxes measured next are those at the bottom of each path: ask for them
             // all before measuring any.
             for s in group_steps.iter().take(n) {
-                for step in s.iter().rev().take(3) {
+                for step in s.iter().rev().take(5) {
                     self.prefetch_box(step.node);
                 }
             }
