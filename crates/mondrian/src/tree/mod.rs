@@ -17,7 +17,7 @@ pub use path::{PathStep, LOCKSTEP};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::process::{extension_rate, sample_exponential};
+use crate::process::sample_exponential;
 use crate::process::{
     grow_box, linear_dimension, sample_extension_cut, sample_proportional,
     sample_uniform_half_open, split_time, Feature,
@@ -148,12 +148,10 @@ pub struct MondrianTree {
     nodes: Vec<Node>,
     bounds: Vec<Feature>,
     points: Vec<Vec<u32>>,
-    /// Reused buffer for the path of the point being inserted.
+    /// Reused buffer for the route of the point being inserted: each node with the point's
+    /// η there (filled from the first node outside down).
     #[serde(skip)]
-    path: Vec<u32>,
-    /// η of the point at each node of `path` (from the first node outside down).
-    #[serde(skip)]
-    etas: Vec<f64>,
+    path: Vec<(u32, f64)>,
 }
 
 /// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
@@ -183,7 +181,6 @@ impl MondrianTree {
             bounds: Vec::new(),
             points: Vec::new(),
             path: Vec::new(),
-            etas: Vec::new(),
         }
     }
 
@@ -571,7 +568,7 @@ impl MondrianTree {
         debug_assert!(weight >= 1);
         let x = data.row(point);
         let y = data.target(point);
-        debug_assert!(self.path.last().is_none_or(|&l| self.is_leaf(l)));
+        debug_assert!(self.path.last().is_none_or(|&(l, _)| self.is_leaf(l)));
         if self.root == NO_NODE {
             self.root = self.new_node(NO_NODE, stats);
             self.new_leaf(self.root, point, weight, data, stats);
@@ -581,7 +578,7 @@ impl MondrianTree {
         // split, so the point is routed exactly as recorded.
         let mut k = self.first_node_outside(x);
         loop {
-            let j = self.path[k];
+            let j = self.path[k].0;
             let ju = j as usize;
             if self.nodes[ju].paused {
                 let stays_paused =
@@ -603,7 +600,7 @@ impl MondrianTree {
                 }
                 return;
             }
-            let eta = self.etas[k];
+            let eta = self.path[k].1;
             let tp = self.parent_split_time(j);
             let e = sample_exponential(rng, eta);
             if tp + e < self.nodes[ju].tau {
@@ -628,23 +625,23 @@ impl MondrianTree {
     /// nested: the nodes containing `x` form a prefix of the path). Routing to the leaf and
     /// measuring η upwards skips the D-dimensional distances of that prefix and draws
     /// exactly the same random numbers.
-    /// Returns the position of that node on the recorded route; η of the nodes from there
-    /// down is left in `self.etas`, indexed like the route.
+    ///
+    /// Returns the position of that node on the recorded route, whose entries from there
+    /// down then hold their η.
     fn first_node_outside(&mut self, x: &[Feature]) -> usize {
-        let n = self.path.len();
-        self.etas.clear();
-        self.etas.resize(n, 0.0);
-        let mut first = n - 1;
-        for k in (0..n).rev() {
-            let node = self.path[k];
-            let eta = extension_rate(self.lower(node), self.upper(node), x);
-            if eta == 0.0 {
-                break;
-            }
-            self.etas[k] = eta;
-            first = k;
-        }
-        first
+        let mut path = std::mem::take(&mut self.path);
+        let n = path.len();
+        let first = self.measure_upwards(
+            x,
+            &mut path,
+            |&(node, _)| node,
+            |entry, eta| {
+                entry.1 = eta;
+            },
+        );
+        self.path = path;
+        // Every box contains x: the walk starts (and ends) at the leaf.
+        first.min(n - 1)
     }
 
     /// Starts routing a point to its leaf: clears the route buffer and returns the root
@@ -661,7 +658,7 @@ impl MondrianTree {
     /// leaf. The next node's record is prefetched.
     #[inline]
     pub fn route_advance(&mut self, node: u32, x: &[Feature]) -> u32 {
-        self.path.push(node);
+        self.path.push((node, 0.0));
         if self.is_leaf(node) {
             return NO_NODE;
         }

@@ -123,18 +123,42 @@ impl MondrianTree {
         debug_assert!(rows <= steps.len());
     }
 
-    /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
-    fn weigh_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
-        let mut outside_from = steps.len();
-        for step in steps.iter_mut().rev() {
-            let eta = extension_rate(self.lower(step.node), self.upper(step.node), x);
+    /// Measures η of `x` along a routed path (`items`, root first, `node` giving each
+    /// item's node) from the leaf upwards, passing each positive η to `record`, until a box
+    /// contains `x`: boxes are nested, so every node above has η = 0. Shared by insertion
+    /// and prediction. Returns the position of the topmost node whose box does not contain
+    /// `x` (`items.len()` if even the leaf's box does).
+    pub(crate) fn measure_upwards<T>(
+        &self,
+        x: &[Feature],
+        items: &mut [T],
+        node: impl Fn(&T) -> u32,
+        mut record: impl FnMut(&mut T, f64),
+    ) -> usize {
+        let mut first = items.len();
+        for (k, item) in items.iter_mut().enumerate().rev() {
+            let j = node(item);
+            let eta = extension_rate(self.lower(j), self.upper(j), x);
             if eta == 0.0 {
                 break;
             }
-            step.eta = eta;
-            step.p_split = Self::branch_off_probability(step.delta, eta);
-            outside_from -= 1;
+            record(item, eta);
+            first = k;
         }
+        first
+    }
+
+    /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
+    fn weigh_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
+        let outside_from = self.measure_upwards(
+            x,
+            steps,
+            |s| s.node,
+            |step, eta| {
+                step.eta = eta;
+                step.p_split = Self::branch_off_probability(step.delta, eta);
+            },
+        );
         if outside_from == steps.len() {
             // x lies in the leaf's box: the prediction is the leaf's alone.
             if let Some(leaf) = steps.last_mut() {
