@@ -9,16 +9,43 @@ use serde::{Deserialize, Serialize};
 use crate::error::{MondrianError, Result};
 use crate::process::Feature;
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// An input feature type: `f64` or `f32`. Models read either without converting the
+/// caller's buffer first (a Python caller's float32 array is used in place).
+pub trait FeatureValue: Copy + Send + Sync + sealed::Sealed + 'static {
+    /// The value as `f64` (exact for both types).
+    fn to_f64(self) -> f64;
+}
+
+impl FeatureValue for f64 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl FeatureValue for f32 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
 /// A row-major matrix view: `values.len() == n_rows · n_features`.
 #[derive(Debug, Clone, Copy)]
-pub struct Rows<'a> {
-    values: &'a [f64],
+pub struct Rows<'a, T: FeatureValue = f64> {
+    values: &'a [T],
     n_features: usize,
 }
 
-impl<'a> Rows<'a> {
+impl<'a, T: FeatureValue> Rows<'a, T> {
     /// Wraps a row-major buffer; fails when it is not a whole number of rows.
-    pub fn new(values: &'a [f64], n_features: usize) -> Result<Self> {
+    pub fn new(values: &'a [T], n_features: usize) -> Result<Self> {
         if n_features == 0 {
             return Err(MondrianError::InvalidParameter {
                 name: "n_features",
@@ -45,12 +72,12 @@ impl<'a> Rows<'a> {
     }
 
     /// Row `i`.
-    pub fn row(&self, i: usize) -> &'a [f64] {
+    pub fn row(&self, i: usize) -> &'a [T] {
         &self.values[i * self.n_features..(i + 1) * self.n_features]
     }
 
     /// All values, row-major.
-    pub fn values(&self) -> &'a [f64] {
+    pub fn values(&self) -> &'a [T] {
         self.values
     }
 
@@ -65,11 +92,11 @@ impl<'a> Rows<'a> {
                 });
             }
         }
-        if let Some(pos) = self.values.iter().position(|v| !v.is_finite()) {
+        if let Some(pos) = self.values.iter().position(|v| !v.to_f64().is_finite()) {
             return Err(MondrianError::NonFinite {
                 row: pos / self.n_features,
                 feature: pos % self.n_features,
-                value: self.values[pos],
+                value: self.values[pos].to_f64(),
             });
         }
         Ok(())
@@ -126,11 +153,12 @@ impl FeatureScaler {
     }
 
     /// Min–max scaling fitted on the rows.
-    pub fn fit(rows: &Rows) -> Self {
+    pub fn fit<T: FeatureValue>(rows: &Rows<T>) -> Self {
         let d = rows.n_features();
         let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); d];
         for i in 0..rows.n_rows() {
             for (r, &v) in ranges.iter_mut().zip(rows.row(i)) {
+                let v = v.to_f64();
                 r.0 = r.0.min(v);
                 r.1 = r.1.max(v);
             }
@@ -145,7 +173,11 @@ impl FeatureScaler {
 
     /// Appends the scaled rows to `out`. A finite value whose scaled form does not fit the
     /// [`Feature`] type is refused (nothing is appended), since the trees could not hold it.
-    pub fn transform_into(&self, rows: &Rows, out: &mut Vec<Feature>) -> Result<()> {
+    pub fn transform_into<T: FeatureValue>(
+        &self,
+        rows: &Rows<T>,
+        out: &mut Vec<Feature>,
+    ) -> Result<()> {
         let start = out.len();
         out.reserve(rows.values().len());
         for i in 0..rows.n_rows() {
@@ -156,6 +188,7 @@ impl FeatureScaler {
                 .zip(&self.inv_range)
                 .enumerate()
             {
+                let v = v.to_f64();
                 let scaled = ((v - o) * s) as Feature;
                 if !scaled.is_finite() {
                     out.truncate(start);

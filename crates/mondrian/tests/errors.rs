@@ -81,7 +81,7 @@ fn wrong_width_is_refused() {
 fn empty_and_mismatched_data_are_refused() {
     let mut f = small();
     assert!(matches!(
-        f.fit(&[], 2, &[]).unwrap_err(),
+        f.fit::<f64>(&[], 2, &[]).unwrap_err(),
         MondrianError::EmptyData(_)
     ));
     assert!(matches!(
@@ -96,7 +96,7 @@ fn empty_and_mismatched_data_are_refused() {
         MondrianError::NotFitted
     ));
     // An empty mini-batch is a no-op, not an error.
-    f.partial_fit(&[], 2, &[]).unwrap();
+    f.partial_fit::<f64>(&[], 2, &[]).unwrap();
 }
 
 #[test]

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{poisson_weight, tree_rng, Pool};
-use crate::data::{FeatureScaler, Rows, Scaling};
+use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::process::Feature;
@@ -270,7 +270,7 @@ impl MondrianForestClassifier {
         Ok(max + 1)
     }
 
-    fn rows<'a>(&self, x: &'a [f64], n_features: usize) -> Result<Rows<'a>> {
+    fn rows<'a, T: FeatureValue>(&self, x: &'a [T], n_features: usize) -> Result<Rows<'a, T>> {
         let rows = Rows::new(x, n_features)?;
         rows.validate(self.n_features)?;
         Ok(rows)
@@ -279,7 +279,7 @@ impl MondrianForestClassifier {
     /// Batch training ([P] Alg. 1): discards any previous state, fixes the scaling from
     /// `x` (unless ranges were given) and samples every tree from `MT(λ, D)`.
     /// `x` is row-major with `n_features` columns; `y` holds class indices.
-    pub fn fit(&mut self, x: &[f64], n_features: usize, y: &[usize]) -> Result<()> {
+    pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
         let rows = Rows::new(x, n_features)?;
         rows.validate(None)?;
         if rows.n_rows() == 0 {
@@ -307,7 +307,12 @@ impl MondrianForestClassifier {
     /// When `n_classes` was not declared, a label never seen before grows K: every node gets
     /// a zero count for the new class and the base measure becomes uniform over the larger K,
     /// so predictions shift mass to the new class only where the model is uncertain.
-    pub fn partial_fit(&mut self, x: &[f64], n_features: usize, y: &[usize]) -> Result<()> {
+    pub fn partial_fit<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+    ) -> Result<()> {
         let rows = self.rows(x, n_features)?;
         if rows.n_rows() == 0 {
             return Ok(());
@@ -422,7 +427,7 @@ impl MondrianForestClassifier {
         }
     }
 
-    fn initialise(&mut self, rows: &Rows, n_classes: usize) -> Result<()> {
+    fn initialise<T: FeatureValue>(&mut self, rows: &Rows<T>, n_classes: usize) -> Result<()> {
         let d = rows.n_features();
         self.scaler = Some(match &self.params.scaling {
             Scaling::FirstBatch => FeatureScaler::fit(rows),
@@ -454,7 +459,7 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    fn append(&mut self, rows: &Rows, y: &[usize]) -> Result<()> {
+    fn append<T: FeatureValue>(&mut self, rows: &Rows<T>, y: &[usize]) -> Result<()> {
         let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
         scaler.transform_into(rows, &mut self.features)?;
         self.labels.extend(y.iter().map(|&k| k as u32));
@@ -463,7 +468,7 @@ impl MondrianForestClassifier {
 
     /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
     /// trees of each tree's predictive with branch-off. Any x ∈ R^D is allowed.
-    pub fn predict_proba(&self, x: &[f64], n_features: usize) -> Result<Vec<f64>> {
+    pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
         let Some(scaler) = &self.scaler else {
             return Err(MondrianError::NotFitted);
         };
@@ -501,7 +506,7 @@ impl MondrianForestClassifier {
     }
 
     /// Most probable class per row (lowest index on ties).
-    pub fn predict(&self, x: &[f64], n_features: usize) -> Result<Vec<usize>> {
+    pub fn predict<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
         let k = self.n_classes;
         let proba = self.predict_proba(x, n_features)?;
         Ok(proba.chunks_exact(k).map(argmax).collect())

@@ -1,0 +1,425 @@
+"""The Mondrian forest classifier: a scikit-learn estimator and a river classifier."""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._core import ClassifierCore
+
+_FLOATS = [np.float64, np.float32]
+
+
+def _label_array(labels):
+    """Labels as a 1-D array without numpy coercing mixed types to strings."""
+    kinds = {type(label) for label in labels}
+    if len(kinds) <= 1:
+        arr = np.asarray(labels)
+        if arr.ndim == 1:
+            return arr
+    arr = np.empty(len(labels), dtype=object)
+    arr[:] = labels
+    return arr
+
+
+class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
+    """Online Mondrian forest classifier (Lakshminarayanan, Roy & Teh, 2014).
+
+    Trees follow a Mondrian process restricted to the data; training online with
+    :meth:`partial_fit` or :meth:`learn_one` gives trees with exactly the distribution of
+    trees trained in one batch on the same points. Predictions smooth labels
+    hierarchically along each tree path (interpolated Kneser-Ney) and account for a split
+    that a test point outside the data would have introduced ("branch-off"), so they
+    become less confident away from the training data.
+
+    The estimator follows scikit-learn (``fit``, ``partial_fit``, ``predict``,
+    ``predict_proba``, ``score``) and river (``learn_one``, ``predict_proba_one``,
+    ``predict_one``) on the same model. All computation runs in the Rust library
+    ``mondrian``, with the GIL released.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of trees.
+    lifetime : float, default=inf
+        Lifetime λ of the Mondrian process. ``inf`` grows each tree until its leaves are
+        pure or hold fewer than ``min_samples_split`` points.
+    discount_factor : float, default=10.0
+        The label-smoothing discount rate is γ = ``discount_factor`` × n_features; the
+        paper's choice for features on [0, 1].
+    bagging : bool, default=False
+        Online bagging: each tree takes each example a Poisson(1) number of times.
+    min_samples_split : int, default=2
+        A block with fewer points is not split (it waits for more data).
+    pause_on_pure : bool, default=True
+        Do not split blocks whose labels are all equal until another label arrives.
+    branch_counts : {"paper", "reference"}, default="paper"
+        Counts used at the branch-off node in prediction: the paper's or those of the
+        authors' released code.
+    feature_ranges : None, "identity" or array-like of shape (n_features, 2), default=None
+        How features are mapped into the trees' space, which the trees assume is about
+        [0, 1]. ``None``: min–max scaling from the data of the first training call
+        (``fit``, ``partial_fit`` or ``learn_one``), then frozen, since moving it later
+        would bend the trees already grown. Points outside that range are fine. A single
+        first ``learn_one`` point gives no range, so features are then only shifted: give
+        ranges for streams. ``"identity"``: features are used as they are. An array:
+        ``(min, max)`` per feature.
+    n_jobs : int, default=None
+        Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
+        fitted model is the same whatever the number.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees. An int gives the same forest on every fit.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, in the order of the columns of :meth:`predict_proba`. ``fit`` sorts
+        them; later labels from ``partial_fit`` or ``learn_one`` are appended in the order
+        they first appear.
+    n_features_in_ : int
+        Number of features seen in the first training call.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when the first training data had string names (a DataFrame, or the
+        dict keys given to ``learn_one``, in order of first appearance).
+
+    Notes
+    -----
+    A label that never appeared before may arrive in ``partial_fit`` (unless ``classes``
+    were declared in the first call) or in ``learn_one``: the trees give it a zero count
+    everywhere and the smoothing prior spreads over the larger set of classes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian_ml import MondrianForestClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((200, 2))
+    >>> y = (X[:, 0] > X[:, 1]).astype(int)
+    >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:3]).shape
+    (3, 2)
+    """
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        lifetime=np.inf,
+        discount_factor=10.0,
+        bagging=False,
+        min_samples_split=2,
+        pause_on_pure=True,
+        branch_counts="paper",
+        feature_ranges=None,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.discount_factor = discount_factor
+        self.bagging = bagging
+        self.min_samples_split = min_samples_split
+        self.pause_on_pure = pause_on_pure
+        self.branch_counts = branch_counts
+        self.feature_ranges = feature_ranges
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ parameters
+
+    def _n_threads(self):
+        n_jobs = self.n_jobs
+        if n_jobs is None:
+            return 1
+        if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+            raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+        if n_jobs < 0:
+            return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+        return int(n_jobs)
+
+    def _seed(self):
+        rs = self.random_state
+        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
+            if rs < 0:
+                raise ValueError(f"random_state must be non-negative, got {rs}")
+            return int(rs) % (1 << 64)
+        return int(check_random_state(rs).randint(0, np.iinfo(np.int64).max, dtype=np.int64))
+
+    def _scaling(self, n_features):
+        ranges = self.feature_ranges
+        if ranges is None:
+            return None
+        if isinstance(ranges, str):
+            if ranges != "identity":
+                raise ValueError(
+                    f"feature_ranges must be None, 'identity' or (min, max) pairs, got {ranges!r}"
+                )
+            return "identity"
+        arr = np.asarray(ranges, dtype=np.float64)
+        if arr.shape != (n_features, 2):
+            raise ValueError(
+                f"feature_ranges must have shape (n_features, 2) = ({n_features}, 2), "
+                f"got {arr.shape}"
+            )
+        return [(float(lo), float(hi)) for lo, hi in arr]
+
+    def _check_params(self):
+        def integer(name, low):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
+
+        integer("n_estimators", 1)
+        integer("min_samples_split", 1)
+        for name in ("lifetime", "discount_factor"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or np.isnan(v) or v < 0:
+                raise ValueError(f"{name} must be a number ≥ 0, got {v!r}")
+        if not np.isfinite(self.discount_factor):
+            raise ValueError("discount_factor must be finite")
+        if self.branch_counts not in ("paper", "reference"):
+            raise ValueError(
+                f"branch_counts must be 'paper' or 'reference', got {self.branch_counts!r}"
+            )
+        self._n_threads()
+
+    def _new_core(self, n_features, n_classes=None):
+        self._check_params()
+        return ClassifierCore(
+            n_trees=int(self.n_estimators),
+            lifetime=float(self.lifetime),
+            discount_factor=float(self.discount_factor),
+            seed=self._seed(),
+            n_threads=self._n_threads(),
+            bagging=bool(self.bagging),
+            pause_on_pure=bool(self.pause_on_pure),
+            min_samples_split=int(self.min_samples_split),
+            branch_counts=self.branch_counts,
+            n_classes=n_classes,
+            scaling=self._scaling(n_features),
+        )
+
+    def _core_for_use(self):
+        """The fitted core, with the thread count of the current ``n_jobs``."""
+        core = self._core
+        threads = self._n_threads()
+        if core.n_threads != threads:
+            core.set_n_threads(threads)
+        return core
+
+    def __sklearn_is_fitted__(self):
+        core = getattr(self, "_core", None)
+        return core is not None and core.n_features is not None
+
+    # ------------------------------------------------------------------ labels
+
+    def _set_classes(self, classes):
+        self.classes_ = classes
+        self._label_index = {label: i for i, label in enumerate(classes.tolist())}
+
+    def _encode(self, y):
+        """Class indices of ``y``; labels never seen before are appended to ``classes_``."""
+        index = self._label_index
+        try:
+            return np.fromiter((index[label] for label in y.tolist()), np.int64, len(y))
+        except KeyError:
+            pass
+        new = [label for label in dict.fromkeys(y.tolist()) if label not in index]
+        if getattr(self, "_declared_classes", False):
+            raise ValueError(
+                f"y contains labels {new!r} that are not in the classes declared in the "
+                "first call to partial_fit"
+            )
+        self._set_classes(_label_array(self.classes_.tolist() + sorted_labels(new)))
+        index = self._label_index
+        return np.fromiter((index[label] for label in y.tolist()), np.int64, len(y))
+
+    # ------------------------------------------------------------------ scikit-learn
+
+    def fit(self, X, y):
+        """Trains a new forest on ``X`` (n_samples, n_features) and labels ``y``.
+
+        Any previous training is discarded. The feature scaling is fitted on ``X`` unless
+        ``feature_ranges`` is given.
+        """
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C")
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        core = self._new_core(X.shape[1], n_classes=len(classes))
+        core.fit(X, y_index.astype(np.int64, copy=False))
+        self._core = core
+        self._declared_classes = False
+        self._river_names = None
+        self._set_classes(classes)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Extends the forest online with a mini-batch, in row order.
+
+        The first call fixes the number of features and (unless ``feature_ranges`` is
+        given) the feature scaling, so it should be representative of the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like, default=None
+            All labels the stream will contain, if known, in the first call. Without it,
+            new labels may appear in any call.
+        """
+        first = not self.__sklearn_is_fitted__()
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", reset=first)
+        check_classification_targets(y)
+        if first:
+            core = self._new_core(X.shape[1], None if classes is None else len(np.unique(classes)))
+            self._declared_classes = classes is not None
+            self._river_names = None
+            self._set_classes(np.unique(y) if classes is None else np.unique(classes))
+            y_index = self._encode(y)
+            core.partial_fit(X, y_index)
+            self._core = core
+            return self
+        if classes is not None and not (
+            len(classes) == len(self.classes_) and set(np.unique(classes).tolist()) == set(self.classes_.tolist())
+        ):
+            raise ValueError(
+                f"classes={classes!r} differ from the classes of the model {self.classes_!r}"
+            )
+        classes_before = self.classes_
+        y_index = self._encode(y)
+        try:
+            self._core_for_use().partial_fit(X, y_index)
+        except BaseException:
+            self._set_classes(classes_before)
+            raise
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities of shape (n_samples, n_classes), columns in ``classes_``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        return self._core_for_use().predict_proba(X)
+
+    def predict(self, X):
+        """Most probable class of each row."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    # ------------------------------------------------------------------ river
+
+    def _row_of(self, x):
+        names = self._river_names
+        if names is None:
+            raise ValueError(
+                "this model was trained on arrays without feature names, so it cannot read "
+                "dicts; train it with learn_one or on a DataFrame with string column names"
+            )
+        try:
+            row = [float(x[name]) for name in names]
+        except KeyError as e:
+            raise ValueError(f"feature {e.args[0]!r} is missing from x") from None
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"features must be numbers: {e}") from None
+        if len(x) != len(names):
+            known = set(names)
+            extra = [k for k in x if k not in known]
+            raise ValueError(
+                f"features {extra!r} were not in the first example; the forest's "
+                "dimension is fixed by its first example"
+            )
+        return row
+
+    def learn_one(self, x, y):
+        """Learns one example: ``x`` a dict of feature name → number, ``y`` a label.
+
+        Feature names are fixed by the first example, in its key order; later examples
+        may list them in any order.
+        """
+        if not self.__sklearn_is_fitted__():
+            names = list(x)
+            if not names:
+                raise ValueError("x has no features")
+            self._river_names = names
+            row = self._row_of(x)
+            core = self._new_core(len(names))
+            self._declared_classes = False
+            self._set_classes(_label_array([y]))
+            core.partial_fit_one(row, 0)
+            self._core = core
+            self.n_features_in_ = len(names)
+            if all(isinstance(n, str) for n in names):
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            return
+        row = self._row_of(x)
+        index = self._label_index.get(y)
+        classes_before = self.classes_
+        if index is None:
+            if self._declared_classes:
+                raise ValueError(f"label {y!r} is not in the declared classes")
+            index = len(self.classes_)
+            self._set_classes(_label_array(self.classes_.tolist() + [y]))
+        try:
+            self._core.partial_fit_one(row, index)
+        except BaseException:
+            self._set_classes(classes_before)
+            raise
+
+    def predict_proba_one(self, x):
+        """Class probabilities of one example as a dict label → probability (empty before
+        any training, as river expects)."""
+        if not self.__sklearn_is_fitted__():
+            return {}
+        proba = self._core.predict_proba_one(self._row_of(x))
+        return dict(zip(self.classes_.tolist(), proba))
+
+    def predict_one(self, x):
+        """Most probable label of one example (``None`` before any training)."""
+        proba = self.predict_proba_one(x)
+        if not proba:
+            return None
+        return max(proba, key=proba.get)
+
+    # ------------------------------------------------------------------ model
+
+    def summary(self):
+        """Size and shape of the fitted forest: nodes, leaves, depth, bytes per node."""
+        check_is_fitted(self)
+        return self._core.summary()
+
+    def save(self, path):
+        """Saves the forest in the library's file format (the same as the Rust
+        ``MondrianForestClassifier::save``). Labels and feature names are not part of that
+        format; use pickle to keep the whole estimator."""
+        check_is_fitted(self)
+        self._core.save(os.fspath(path))
+
+
+def sorted_labels(labels):
+    """New labels of one batch, sorted when they are comparable."""
+    try:
+        return sorted(labels)
+    except TypeError:
+        return list(labels)
+
+
+def _register_with_river():
+    """Makes ``isinstance(model, river.base.Classifier)`` true, so river's metrics and
+    ``evaluate.progressive_val_score`` accept the model, without inheriting river's base
+    (whose methods would clash with scikit-learn's)."""
+    try:
+        from river import base
+    except ImportError:  # river is optional
+        return
+    base.Classifier.register(MondrianForestClassifier)
+
+
+_register_with_river()
+
+__all__ = ["MondrianForestClassifier", "NotFittedError"]
