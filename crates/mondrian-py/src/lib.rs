@@ -5,8 +5,7 @@
 //! (see `python/mondrian_ml`).
 
 use mondrian::{
-    BranchCounts, ClassifierParams, FeatureValue, MondrianError, MondrianForestClassifier,
-    Scaling,
+    BranchCounts, ClassifierParams, FeatureValue, MondrianError, MondrianForestClassifier, Scaling,
 };
 use numpy::{
     Element, IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -15,6 +14,7 @@ use numpy::{
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A library error as the Python exception a user expects: I/O failures are `OSError`,
 /// everything else (bad values, widths, corrupt model bytes) is `ValueError`.
@@ -90,10 +90,15 @@ fn parse_scaling(spec: Option<&Bound<'_, PyAny>>) -> PyResult<Scaling> {
 struct ClassifierCore {
     inner: MondrianForestClassifier,
     /// Address of the last feature buffer read, so tests can prove arrays are not copied.
-    last_input_address: usize,
+    /// Atomic because predictions take the model shared, from any number of threads.
+    last_input_address: AtomicUsize,
 }
 
 impl ClassifierCore {
+    fn note_input(&self, address: usize) {
+        self.last_input_address.store(address, Ordering::Relaxed);
+    }
+
     fn train(
         &mut self,
         py: Python<'_>,
@@ -122,12 +127,12 @@ impl ClassifierCore {
         match Matrix::extract(x)? {
             Matrix::F64(a) => {
                 let (values, _, d) = slice(&a)?;
-                self.last_input_address = values.as_ptr() as usize;
+                self.note_input(values.as_ptr() as usize);
                 run(&mut self.inner, py, values, d, &y, batch)
             }
             Matrix::F32(a) => {
                 let (values, _, d) = slice(&a)?;
-                self.last_input_address = values.as_ptr() as usize;
+                self.note_input(values.as_ptr() as usize);
                 run(&mut self.inner, py, values, d, &y, batch)
             }
         }
@@ -190,7 +195,7 @@ impl ClassifierCore {
         };
         Ok(ClassifierCore {
             inner: MondrianForestClassifier::new(params).map_err(py_err)?,
-            last_input_address: 0,
+            last_input_address: AtomicUsize::new(0),
         })
     }
 
@@ -218,13 +223,12 @@ impl ClassifierCore {
     fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: usize) -> PyResult<()> {
         let d = x.len();
         let model = &mut self.inner;
-        py.detach(|| model.partial_fit(&x, d, &[y]))
-            .map_err(py_err)
+        py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
     }
 
     /// Class probabilities, `n_rows × n_classes`.
     fn predict_proba<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
@@ -232,12 +236,12 @@ impl ClassifierCore {
         let (proba, n) = match Matrix::extract(x)? {
             Matrix::F64(a) => {
                 let (values, n, d) = slice(&a)?;
-                self.last_input_address = values.as_ptr() as usize;
+                self.note_input(values.as_ptr() as usize);
                 (py.detach(|| model.predict_proba(values, d)), n)
             }
             Matrix::F32(a) => {
                 let (values, n, d) = slice(&a)?;
-                self.last_input_address = values.as_ptr() as usize;
+                self.note_input(values.as_ptr() as usize);
                 (py.detach(|| model.predict_proba(values, d)), n)
             }
         };
@@ -291,7 +295,7 @@ impl ClassifierCore {
     /// Address of the last feature buffer the model read (for zero-copy tests).
     #[getter]
     fn _last_input_address(&self) -> usize {
-        self.last_input_address
+        self.last_input_address.load(Ordering::Relaxed)
     }
 
     /// Size and depth statistics as a dict.
@@ -320,7 +324,7 @@ impl ClassifierCore {
     fn from_bytes(data: &[u8]) -> PyResult<Self> {
         Ok(ClassifierCore {
             inner: MondrianForestClassifier::from_bytes(data).map_err(py_err)?,
-            last_input_address: 0,
+            last_input_address: AtomicUsize::new(0),
         })
     }
 
@@ -334,7 +338,7 @@ impl ClassifierCore {
     fn load(path: std::path::PathBuf) -> PyResult<Self> {
         Ok(ClassifierCore {
             inner: MondrianForestClassifier::load(path).map_err(py_err)?,
-            last_input_address: 0,
+            last_input_address: AtomicUsize::new(0),
         })
     }
 

@@ -48,7 +48,7 @@ pub enum MondrianError {
         value: f64,
     },
     /// A finite feature too large for the trees' `f32` storage once scaled.
-    #[error("row {row}, feature {feature}: value {value} is too large for the model's feature range once scaled (|x| must stay below about 3.4e38 after scaling)")]
+    #[error("row {row}, feature {feature}: value {value:e} is too large for the model's feature range once scaled (|x| must stay below about 3.4e38 after scaling)")]
     FeatureOverflow {
         /// 0-based row index within the call.
         row: usize,

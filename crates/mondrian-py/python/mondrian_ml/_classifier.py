@@ -256,7 +256,7 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
         core.fit(X, y_index.astype(np.int64, copy=False))
         self._core = core
         self._declared_classes = False
-        self._river_names = None
+        self._river_names = self._fitted_names()
         self._set_classes(classes)
         return self
 
@@ -280,7 +280,7 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
         if first:
             core = self._new_core(X.shape[1], None if classes is None else len(np.unique(classes)))
             self._declared_classes = classes is not None
-            self._river_names = None
+            self._river_names = self._fitted_names()
             self._set_classes(np.unique(y) if classes is None else np.unique(classes))
             y_index = self._encode(y)
             core.partial_fit(X, y_index)
@@ -313,6 +313,11 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
     # ------------------------------------------------------------------ river
+
+    def _fitted_names(self):
+        """Dict keys that map to the columns: the DataFrame's column names, if any."""
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else list(names)
 
     def _row_of(self, x):
         names = self._river_names
@@ -385,6 +390,31 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
         if not proba:
             return None
         return max(proba, key=proba.get)
+
+    # river reads these: a supervised multi-class classifier, and its memory in bytes.
+    @property
+    def _supervised(self):
+        return True
+
+    @property
+    def _multiclass(self):
+        return True
+
+    @property
+    def _raw_memory_usage(self):
+        return self._core.summary()["total_bytes"] if self.__sklearn_is_fitted__() else 0
+
+    def clone(self, new_params=None, include_attributes=False):
+        """An unfitted copy with the same parameters, updated by ``new_params`` (river's
+        ``Estimator.clone``; ``include_attributes=True`` copies the trained model too)."""
+        import copy
+
+        from sklearn.base import clone as sk_clone
+
+        twin = copy.deepcopy(self) if include_attributes else sk_clone(self)
+        if new_params:
+            twin.set_params(**new_params)
+        return twin
 
     # ------------------------------------------------------------------ model
 

@@ -1,0 +1,70 @@
+"""Pickle and deepcopy go through the library's checksummed format."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from mondrian_ml import MondrianForestClassifier
+from mondrian_ml._core import ClassifierCore
+
+
+@pytest.fixture
+def fitted(small):
+    X, y, _, _ = small
+    return MondrianForestClassifier(n_estimators=10, random_state=3).fit(X, y)
+
+
+def test_pickle_round_trip_predicts_identically(fitted, small):
+    _, _, Xt, _ = small
+    back = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(back.predict_proba(Xt), fitted.predict_proba(Xt))
+    assert back.get_params() == fitted.get_params()
+    assert list(back.classes_) == list(fitted.classes_)
+
+
+def test_deepcopy_is_independent(fitted, small):
+    X, y, Xt, _ = small
+    twin = copy.deepcopy(fitted)
+    np.testing.assert_array_equal(twin.predict_proba(Xt), fitted.predict_proba(Xt))
+    twin.partial_fit(Xt, np.zeros(len(Xt), dtype=int))
+    assert not np.array_equal(twin.predict_proba(Xt), fitted.predict_proba(Xt))
+
+
+def test_training_continues_identically_after_unpickling(fitted, small):
+    # The trees' random generators are part of the state.
+    _, _, Xt, yt = small
+    back = pickle.loads(pickle.dumps(fitted))
+    fitted.partial_fit(Xt, yt)
+    back.partial_fit(Xt, yt)
+    np.testing.assert_array_equal(back.predict_proba(Xt), fitted.predict_proba(Xt))
+
+
+def test_pickle_is_no_larger_than_the_saved_file(fitted, tmp_path):
+    path = tmp_path / "forest.mondrian"
+    fitted.save(path)
+    saved = path.stat().st_size
+    pickled = len(pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL))
+    # The pickle holds the saved file's bytes once, plus the estimator's parameters and
+    # classes: a few hundred bytes.
+    assert saved <= pickled <= saved + 1024, (saved, pickled)
+    # The saved file is the library's format: the core reads it back.
+    core = ClassifierCore.load(str(path))
+    assert core.to_bytes() == fitted._core.to_bytes()
+
+
+def test_unfitted_estimator_pickles():
+    clf = pickle.loads(pickle.dumps(MondrianForestClassifier(n_estimators=3)))
+    assert clf.n_estimators == 3
+
+
+def test_corrupt_bytes_are_refused(fitted):
+    blob = bytearray(fitted._core.to_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    with pytest.raises(ValueError, match="(?i)checksum|corrupt"):
+        ClassifierCore.from_bytes(bytes(blob))
+    with pytest.raises(ValueError):
+        ClassifierCore.from_bytes(bytes(blob[:40]))
+    with pytest.raises(ValueError):
+        ClassifierCore.from_bytes(b"not a model")
