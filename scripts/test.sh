@@ -18,7 +18,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r crates/mondrian-py/requirements-test.txt
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --force-reinstall --no-deps ./crates/mondrian-py
+# Uninstall first so the package is always rebuilt from the current sources.
+"$VENV/bin/python" -m pip uninstall --quiet --yes mondrian-ml 2>/dev/null || true
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check ./crates/mondrian-py
 # Tests that compare with the CLI use the binary `cargo test` has just built.
 MONDRIAN_BIN="$(pwd)/target/debug/mondrian" "$VENV/bin/python" -m pytest -q crates/mondrian-py/tests

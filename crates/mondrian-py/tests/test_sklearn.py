@@ -184,3 +184,15 @@ def test_summary(small):
     assert s["n_trees"] == 4
     assert s["n_leaves"] * 2 - 4 == s["n_nodes"]  # binary trees: nodes = 2·leaves − 1 each
     assert s["depth_mean"] > 1
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import mondrian_ml
+    import mondrian_ml._classifier
+
+    for module in (mondrian_ml, mondrian_ml._classifier):
+        result = doctest.testmod(module)
+        assert result.failed == 0
+    assert doctest.testmod(mondrian_ml._classifier).attempted >= 3
