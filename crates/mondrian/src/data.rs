@@ -116,6 +116,27 @@ pub enum Scaling {
     Identity,
 }
 
+impl Scaling {
+    /// The frozen scaler for a model whose first training rows are `rows`.
+    pub fn scaler_for<T: FeatureValue>(&self, rows: &Rows<T>) -> Result<FeatureScaler> {
+        let d = rows.n_features();
+        match self {
+            Scaling::FirstBatch => Ok(FeatureScaler::fit(rows)),
+            Scaling::Identity => Ok(FeatureScaler::identity(d)),
+            Scaling::Ranges(r) => {
+                if r.len() != d {
+                    return Err(MondrianError::WidthMismatch {
+                        row: 0,
+                        expected: r.len(),
+                        got: d,
+                    });
+                }
+                FeatureScaler::from_ranges(r)
+            }
+        }
+    }
+}
+
 /// A frozen affine map `x ↦ (x − min) / (max − min)` per feature; a feature with zero
 /// range is only shifted, so its training values map to 0 (spec §6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

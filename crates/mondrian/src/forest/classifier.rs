@@ -2,21 +2,16 @@
 
 use std::path::Path;
 
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{poisson_weight, tree_rng, Pool};
+use super::{grow_trees, store_bytes, summarize, tree_rng, ForestSummary, Pool, TreeUnit};
 use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::process::Feature;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
-use crate::tree::{MondrianTree, PauseRule, TrainingPoints, NO_NODE};
-
-/// Trees that take a training point with interleaved descents; also the unit of parallel
-/// work, so it stays small enough to balance 100 trees over a few threads.
-const TREE_GROUP: usize = 8;
+use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
 
 /// Hyper-parameters of a [`MondrianForestClassifier`] (spec §1.5). The defaults are the
 /// paper's experimental settings.
@@ -99,34 +94,6 @@ impl ClassifierParams {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct TreeUnit {
-    tree: MondrianTree,
-    counts: LabelCounts,
-    rng: Xoshiro256PlusPlus,
-}
-
-/// Size and shape of a fitted forest.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ForestSummary {
-    /// Number of trees.
-    pub n_trees: usize,
-    /// Nodes over all trees.
-    pub n_nodes: usize,
-    /// Leaves over all trees.
-    pub n_leaves: usize,
-    /// Mean over trees of the point-weighted average leaf depth (spec §7).
-    pub depth_mean: f64,
-    /// Standard deviation over trees of that depth.
-    pub depth_std: f64,
-    /// Heap bytes per node: structure, box and label counts, leaf point ids spread over nodes.
-    pub bytes_per_node: f64,
-    /// Heap bytes of the training points the forest keeps (paused leaves refer to them).
-    pub store_bytes: usize,
-    /// Heap bytes of all trees and the store.
-    pub total_bytes: usize,
-}
-
 /// An online Mondrian forest classifier ([P] Lakshminarayanan et al. 2014; spec
 /// `mf-classification.md`).
 ///
@@ -160,7 +127,7 @@ pub struct MondrianForestClassifier {
     scaler: Option<FeatureScaler>,
     features: Vec<Feature>,
     labels: Vec<u32>,
-    trees: Vec<TreeUnit>,
+    trees: Vec<TreeUnit<LabelCounts>>,
     #[serde(skip)]
     pool: Pool,
 }
@@ -229,7 +196,7 @@ impl MondrianForestClassifier {
     /// Tree `index` with its label counts and the scaled training points, for inspection
     /// and tests.
     pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &LabelCounts)> {
-        self.trees.get(index).map(|u| (&u.tree, &u.counts))
+        self.trees.get(index).map(|u| (&u.tree, &u.stats))
     }
     /// The scaled training points the trees index into.
     pub fn training_points(&self) -> TrainingPoints<'_, u32> {
@@ -332,7 +299,7 @@ impl MondrianForestClassifier {
             if k > self.n_classes {
                 self.n_classes = k;
                 for unit in &mut self.trees {
-                    unit.counts.grow_classes(k);
+                    unit.stats.grow_classes(k);
                 }
             }
             self.features.extend(scaled);
@@ -342,107 +309,26 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    /// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
-    /// is batch-sampled on them ([P] Alg. 1), any other is extended point by point in order
-    /// (Alg. 3); both give the same distribution (spec §2.6). With bagging, point `i` counts
-    /// `poisson_weight(seed, tree, i)` times in either road.
+    /// Trains every tree on the stored points from `start` on ([`grow_trees`]).
     fn grow_trees(&mut self, start: usize) {
-        let end = self.labels.len();
-        let (seed, bagging) = (self.params.seed, self.params.bagging);
-        let weight = move |t: usize, i: usize| {
-            if bagging {
-                poisson_weight(seed, t, i as u64)
-            } else {
-                1
-            }
-        };
         let data = TrainingPoints {
             features: &self.features,
             n_features: self.n_features.unwrap_or(0),
             targets: &self.labels,
         };
-        // Trees go in chunks; within a chunk the descents of each point interleave so that
-        // the trees' cache misses overlap (a descent waits on each node it loads).
-        let work = |(c, chunk): (usize, &mut [TreeUnit])| {
-            let first_tree = c * TREE_GROUP;
-            // An empty tree is batch-sampled on the whole batch and then sits it out.
-            let mut sampled = [false; TREE_GROUP];
-            for (t, unit) in chunk.iter_mut().enumerate() {
-                if unit.tree.root().is_none() {
-                    let points = (start..end)
-                        .flat_map(|i| {
-                            std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize)
-                        })
-                        .collect();
-                    unit.tree
-                        .fit(points, &data, &mut unit.counts, &mut unit.rng);
-                    sampled[t] = true;
-                }
-            }
-            let mut cursor = [NO_NODE; TREE_GROUP];
-            let mut weights = [0u32; TREE_GROUP];
-            for i in start..end {
-                let x = data.row(i as u32);
-                for (t, unit) in chunk.iter_mut().enumerate() {
-                    weights[t] = if sampled[t] {
-                        0
-                    } else {
-                        weight(first_tree + t, i)
-                    };
-                    cursor[t] = if weights[t] > 0 {
-                        unit.tree.route_begin()
-                    } else {
-                        NO_NODE
-                    };
-                }
-                let mut active = true;
-                while active {
-                    active = false;
-                    for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
-                        if *c != NO_NODE {
-                            *c = unit.tree.route_advance(*c, x);
-                            active |= *c != NO_NODE;
-                        }
-                    }
-                }
-                for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
-                    if w > 0 {
-                        unit.tree.extend_routed(
-                            i as u32,
-                            w,
-                            &data,
-                            &mut unit.counts,
-                            &mut unit.rng,
-                        );
-                    }
-                }
-            }
-        };
-        let trees = &mut self.trees;
-        if trees.len() <= TREE_GROUP || end - start == 1 && trees.len() < 2 * TREE_GROUP {
-            trees.chunks_mut(TREE_GROUP).enumerate().for_each(work);
-        } else {
-            self.pool
-                .install(|| trees.par_chunks_mut(TREE_GROUP).enumerate().for_each(work));
-        }
+        grow_trees(
+            &mut self.trees,
+            &data,
+            start,
+            self.params.seed,
+            self.params.bagging,
+            &self.pool,
+        );
     }
 
     fn initialise<T: FeatureValue>(&mut self, rows: &Rows<T>, n_classes: usize) -> Result<()> {
         let d = rows.n_features();
-        self.scaler = Some(match &self.params.scaling {
-            Scaling::FirstBatch => FeatureScaler::fit(rows),
-            Scaling::Identity => FeatureScaler::identity(d),
-            Scaling::Ranges(r) => {
-                if r.len() != d {
-                    return Err(MondrianError::WidthMismatch {
-                        row: 0,
-                        expected: r.len(),
-                        got: d,
-                    });
-                }
-                FeatureScaler::from_ranges(r)?
-            }
-        });
+        self.scaler = Some(self.params.scaling.scaler_for(rows)?);
         self.n_features = Some(d);
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
@@ -452,7 +338,7 @@ impl MondrianForestClassifier {
         self.trees = (0..self.params.n_trees)
             .map(|t| TreeUnit {
                 tree: MondrianTree::new(d, self.params.lifetime, pause),
-                counts: LabelCounts::new(self.n_classes),
+                stats: LabelCounts::new(self.n_classes),
                 rng: tree_rng(self.params.seed, t),
             })
             .collect();
@@ -493,7 +379,7 @@ impl MondrianForestClassifier {
                     for unit in trees {
                         model.predict_tree_rows(
                             &unit.tree,
-                            &unit.counts,
+                            &unit.stats,
                             x_block,
                             scale,
                             &mut scratch,
@@ -514,28 +400,7 @@ impl MondrianForestClassifier {
 
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
-        let depths: Vec<f64> = self.trees.iter().map(|u| u.tree.weighted_depth()).collect();
-        let m = depths.len().max(1) as f64;
-        let mean = depths.iter().sum::<f64>() / m;
-        let var = depths.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / m;
-        let n_nodes: usize = self.trees.iter().map(|u| u.tree.n_nodes()).sum();
-        let tree_bytes: usize = self
-            .trees
-            .iter()
-            .map(|u| u.tree.heap_bytes() + u.tree.n_nodes() * u.counts.bytes_per_node())
-            .sum();
-        let store_bytes =
-            self.features.len() * std::mem::size_of::<Feature>() + self.labels.len() * 4;
-        ForestSummary {
-            n_trees: self.trees.len(),
-            n_nodes,
-            n_leaves: self.trees.iter().map(|u| u.tree.n_leaves()).sum(),
-            depth_mean: mean,
-            depth_std: var.sqrt(),
-            bytes_per_node: tree_bytes as f64 / n_nodes.max(1) as f64,
-            store_bytes,
-            total_bytes: tree_bytes + store_bytes,
-        }
+        summarize(&self.trees, store_bytes(&self.features, &self.labels))
     }
 
     /// Writes the model (versioned, checksummed; see [`crate::persist`]).
@@ -593,7 +458,7 @@ impl MondrianForestClassifier {
         if self
             .trees
             .iter()
-            .any(|u| u.tree.n_features() != d || u.counts.n_classes() != self.n_classes)
+            .any(|u| u.tree.n_features() != d || u.stats.n_classes() != self.n_classes)
         {
             return bad("a tree does not match the forest's shape");
         }

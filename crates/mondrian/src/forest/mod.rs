@@ -6,10 +6,159 @@
 
 mod classifier;
 
-pub use classifier::{ClassifierParams, ForestSummary, MondrianForestClassifier};
+pub use classifier::{ClassifierParams, MondrianForestClassifier};
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::process::Feature;
+use crate::tree::{MondrianTree, NodeStatistics, TrainingPoints, NO_NODE};
+
+/// Trees that take a training point with interleaved descents; also the unit of parallel
+/// work, so it stays small enough to balance 100 trees over a few threads.
+const TREE_GROUP: usize = 8;
+
+/// One tree of a forest with the statistics its model hangs off the nodes and its own
+/// generator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct TreeUnit<S> {
+    pub(crate) tree: MondrianTree,
+    pub(crate) stats: S,
+    pub(crate) rng: Xoshiro256PlusPlus,
+}
+
+/// Size and shape of a fitted forest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ForestSummary {
+    /// Number of trees.
+    pub n_trees: usize,
+    /// Nodes over all trees.
+    pub n_nodes: usize,
+    /// Leaves over all trees.
+    pub n_leaves: usize,
+    /// Mean over trees of the point-weighted average leaf depth (spec §7).
+    pub depth_mean: f64,
+    /// Standard deviation over trees of that depth.
+    pub depth_std: f64,
+    /// Heap bytes per node: structure, box and statistics, leaf point ids spread over nodes.
+    pub bytes_per_node: f64,
+    /// Heap bytes of the training points the forest keeps (paused leaves refer to them).
+    pub store_bytes: usize,
+    /// Heap bytes of all trees and the store.
+    pub total_bytes: usize,
+}
+
+/// Size and depth statistics of `trees`, which keep `store_bytes` of training points.
+pub(crate) fn summarize<S: NodeStatistics>(
+    trees: &[TreeUnit<S>],
+    store_bytes: usize,
+) -> ForestSummary {
+    let depths: Vec<f64> = trees.iter().map(|u| u.tree.weighted_depth()).collect();
+    let m = depths.len().max(1) as f64;
+    let mean = depths.iter().sum::<f64>() / m;
+    let var = depths.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / m;
+    let n_nodes: usize = trees.iter().map(|u| u.tree.n_nodes()).sum();
+    let tree_bytes: usize = trees
+        .iter()
+        .map(|u| u.tree.heap_bytes() + u.tree.n_nodes() * u.stats.bytes_per_node())
+        .sum();
+    ForestSummary {
+        n_trees: trees.len(),
+        n_nodes,
+        n_leaves: trees.iter().map(|u| u.tree.n_leaves()).sum(),
+        depth_mean: mean,
+        depth_std: var.sqrt(),
+        bytes_per_node: tree_bytes as f64 / n_nodes.max(1) as f64,
+        store_bytes,
+        total_bytes: tree_bytes + store_bytes,
+    }
+}
+
+/// Bytes of a store of `n_points` scaled rows of `n_features` plus their targets.
+pub(crate) fn store_bytes<T>(features: &[Feature], targets: &[T]) -> usize {
+    std::mem::size_of_val(features) + std::mem::size_of_val(targets)
+}
+
+/// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
+/// is batch-sampled on them ([P] Alg. 1), any other is extended point by point in order
+/// (Alg. 3); both give the same distribution (spec §2.6). With bagging, point `i` counts
+/// `poisson_weight(seed, tree, i)` times in either road.
+pub(crate) fn grow_trees<S>(
+    trees: &mut [TreeUnit<S>],
+    data: &TrainingPoints<S::Target>,
+    start: usize,
+    seed: u64,
+    bagging: bool,
+    pool: &Pool,
+) where
+    S: NodeStatistics + Send,
+    S::Target: Sync,
+{
+    let end = data.targets.len();
+    let weight = move |t: usize, i: usize| {
+        if bagging {
+            poisson_weight(seed, t, i as u64)
+        } else {
+            1
+        }
+    };
+    // Trees go in chunks; within a chunk the descents of each point interleave so that
+    // the trees' cache misses overlap (a descent waits on each node it loads).
+    let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
+        let first_tree = c * TREE_GROUP;
+        // An empty tree is batch-sampled on the whole batch and then sits it out.
+        let mut sampled = [false; TREE_GROUP];
+        for (t, unit) in chunk.iter_mut().enumerate() {
+            if unit.tree.root().is_none() {
+                let points = (start..end)
+                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize))
+                    .collect();
+                unit.tree.fit(points, data, &mut unit.stats, &mut unit.rng);
+                sampled[t] = true;
+            }
+        }
+        let mut cursor = [NO_NODE; TREE_GROUP];
+        let mut weights = [0u32; TREE_GROUP];
+        for i in start..end {
+            let x = data.row(i as u32);
+            for (t, unit) in chunk.iter_mut().enumerate() {
+                weights[t] = if sampled[t] {
+                    0
+                } else {
+                    weight(first_tree + t, i)
+                };
+                cursor[t] = if weights[t] > 0 {
+                    unit.tree.route_begin()
+                } else {
+                    NO_NODE
+                };
+            }
+            let mut active = true;
+            while active {
+                active = false;
+                for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
+                    if *c != NO_NODE {
+                        *c = unit.tree.route_advance(*c, x);
+                        active |= *c != NO_NODE;
+                    }
+                }
+            }
+            for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
+                if w > 0 {
+                    unit.tree
+                        .extend_routed(i as u32, w, data, &mut unit.stats, &mut unit.rng);
+                }
+            }
+        }
+    };
+    if trees.len() <= TREE_GROUP || end - start == 1 && trees.len() < 2 * TREE_GROUP {
+        trees.chunks_mut(TREE_GROUP).enumerate().for_each(work);
+    } else {
+        pool.install(|| trees.par_chunks_mut(TREE_GROUP).enumerate().for_each(work));
+    }
+}
 
 /// SplitMix64 finaliser: a bijective mix of 64 bits.
 #[inline]

@@ -99,11 +99,6 @@ impl LabelCounts {
             crate::tree::prefetch_lines(first as *const u32 as *const u8, lines);
         }
     }
-
-    /// Heap bytes per node.
-    pub fn bytes_per_node(&self) -> usize {
-        self.stride() * 4
-    }
 }
 
 fn set_summaries(record: &mut [u32]) {
@@ -195,6 +190,10 @@ impl NodeStatistics for LabelCounts {
             1 => self.node(node)[target as usize] > 0,
             _ => false,
         }
+    }
+
+    fn bytes_per_node(&self) -> usize {
+        self.stride() * 4
     }
 }
 

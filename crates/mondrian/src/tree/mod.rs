@@ -99,6 +99,8 @@ pub trait NodeStatistics {
     /// Whether leaf `node`'s points plus one more with `target` all carry one target: the
     /// purity test of an online insertion in O(1) from the leaf's statistics.
     fn stays_pure(&self, node: u32, target: Self::Target) -> bool;
+    /// Heap bytes the statistics take per node (for size reports).
+    fn bytes_per_node(&self) -> usize;
 }
 
 /// The pause predicate `P(S) = (pause_on_pure ∧ S pure) ∨ |S| < min_samples_split`
