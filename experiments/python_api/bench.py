@@ -41,11 +41,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUME
 
 import argparse
 import datetime as _dt
+import gc
 import importlib.metadata
 import importlib.util
 import json
 import math
 import platform
+import resource
 import shlex
 import statistics
 import subprocess
@@ -97,6 +99,9 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="smoke test: subsample, 2 reps, 10 s AMF budget")
     p.add_argument("--skip-amf", action="store_true")
     p.add_argument("--skip-sklearn", action="store_true")
+    p.add_argument("--no-release-heap", action="store_true",
+                   help="do not call gc.collect() + glibc malloc_trim(0) before each timed Python run (then a "
+                        "fit can reuse pages of a forest freed before it and skip page faults the CLI pays)")
     p.add_argument("--profile", action="store_true",
                    help="after the timed runs, cProfile one Python fit+predict_proba and one learn_one loop per "
                         "data set and write the top entries to OUT/profile_<name>.txt (not timed)")
@@ -182,6 +187,38 @@ def spread(xs):
     return (min(xs), max(xs)) if xs else (None, None)
 
 
+def _libc():
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libc.so.6")
+        lib.malloc_trim  # glibc only
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
+LIBC = _libc()
+RELEASE_HEAP = True  # set from --no-release-heap in main()
+
+
+def release_heap():
+    """Frees garbage and hands the freed heap pages back to the OS (glibc malloc_trim), so that
+    the next timed run starts like a fresh process: it has to fault in every page of the new
+    forest, as the CLI does. Without this, a fit that follows a freed forest can reuse pages
+    already mapped and skip most page faults (the usps forest is 1.5 GB, ~385k faults)."""
+    gc.collect()
+    if RELEASE_HEAP and LIBC is not None:
+        LIBC.malloc_trim(0)
+
+
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def child_faults():
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
 def proba_from_dicts(dicts, K):
     P = np.zeros((len(dicts), K))
     for r, d in enumerate(dicts):
@@ -195,7 +232,9 @@ def cli(args, ds, trees, online=False):
            "--trees", str(trees), "--threads", "1", "--seed", str(args.seed), "--json"]
     if online:
         cmd.insert(-1, "--online")
+    f0 = child_faults()
     rec = run_cli(cmd, EVAL_KEYS, None)
+    rec["process_minor_faults"] = child_faults() - f0
     if "error" in rec:
         raise RuntimeError(f"CLI failed: {rec['error']}: {rec.get('stderr_tail', '')[-1000:]}\n  {rec['command']}")
     return rec
@@ -203,18 +242,26 @@ def cli(args, ds, trees, online=False):
 
 # ----------------------------------------------------------------------------- batch (1 and 3)
 
-def py_batch(ds, args):
+def py_batch(ds, args, release=True):
     from mondrian_ml import MondrianForestClassifier
+    if release:
+        release_heap()
     clf = MondrianForestClassifier(n_estimators=args.trees, random_state=args.seed, n_jobs=1)
-    t0 = time.perf_counter()
+    f0, t0 = faults(), time.perf_counter()
     clf.fit(ds.X, ds.y)
-    t1 = time.perf_counter()
+    t1, f1 = time.perf_counter(), faults()
     P = clf.predict_proba(ds.Xt)
-    t2 = time.perf_counter()
+    t2, f2 = time.perf_counter(), faults()
     full = np.zeros((len(ds.yt), ds.n_classes))
     full[:, clf.classes_.astype(int)] = P
     acc, ll = score(full, ds.yt)
-    return dict(fit_seconds=t1 - t0, predict_seconds=t2 - t1, accuracy=acc, log_loss=ll)
+    return dict(fit_seconds=t1 - t0, predict_seconds=t2 - t1, accuracy=acc, log_loss=ll,
+                fit_minor_faults=f1 - f0, predict_minor_faults=f2 - f1)
+
+
+def py_batch_warm(ds, args):
+    """Right after `py_batch`, without releasing the heap: may reuse the pages of the forest just freed."""
+    return py_batch(ds, args, release=False)
 
 
 def core_batch(ds, args):
@@ -223,13 +270,15 @@ def core_batch(ds, args):
     shell = MondrianForestClassifier(n_estimators=args.trees, random_state=args.seed, n_jobs=1)
     core = shell._new_core(ds.n_features, n_classes=ds.n_classes)
     y = ds.y.astype(np.int64)  # labels are already 0..K-1
-    t0 = time.perf_counter()
+    release_heap()
+    f0, t0 = faults(), time.perf_counter()
     core.fit(ds.X, y)
-    t1 = time.perf_counter()
+    t1, f1 = time.perf_counter(), faults()
     P = core.predict_proba(ds.Xt)
-    t2 = time.perf_counter()
+    t2, f2 = time.perf_counter(), faults()
     acc, ll = score(np.asarray(P), ds.yt)
-    return dict(fit_seconds=t1 - t0, predict_seconds=t2 - t1, accuracy=acc, log_loss=ll)
+    return dict(fit_seconds=t1 - t0, predict_seconds=t2 - t1, accuracy=acc, log_loss=ll,
+                fit_minor_faults=f1 - f0, predict_minor_faults=f2 - f1)
 
 
 def cli_batch(ds, args):
@@ -237,14 +286,15 @@ def cli_batch(ds, args):
     r = rec["result"]
     return dict(fit_seconds=r["train_seconds"], predict_seconds=r["predict_seconds"],
                 accuracy=r["accuracy"], log_loss=r["log_loss"], wall_seconds=rec["wall_seconds"],
-                command=rec["command"])
+                process_minor_faults=rec["process_minor_faults"], model_bytes=r.get("model_bytes"),
+                n_nodes=r.get("n_nodes"), command=rec["command"])
 
 
 def run_batch(ds, args):
     variants = {"python": py_batch, "core": core_batch, "cli": cli_batch}
     log("  warm-up (untimed): one Python fit + predict_proba")
     warm = py_batch(ds, args)
-    runs = {k: [] for k in variants}
+    runs = {k: [] for k in [*variants, "python_warm"]}
     order_log = []
     for rep in range(args.reps):
         keys = list(variants)
@@ -255,17 +305,22 @@ def run_batch(ds, args):
             r = variants[key](ds, args)
             r["rep"] = rep
             runs[key].append(r)
+            if key == "python":  # the same again at once, heap not released
+                r = py_batch_warm(ds, args)
+                r["rep"] = rep
+                runs["python_warm"].append(r)
         log(f"  batch rep {rep + 1}/{args.reps} ({' -> '.join(order)}): " + ", ".join(
             f"{key} fit {runs[key][-1]['fit_seconds']:.3f}s pred {runs[key][-1]['predict_seconds']:.3f}s"
-            for key in variants))
+            for key in runs))
     out = {"warmup": warm, "runs": runs, "orders": order_log, "summary": {}}
     for key, rs in runs.items():
         out["summary"][key] = dict(
             fit_median=med([r["fit_seconds"] for r in rs]), fit_range=spread([r["fit_seconds"] for r in rs]),
             predict_median=med([r["predict_seconds"] for r in rs]),
             predict_range=spread([r["predict_seconds"] for r in rs]),
+            fit_faults_median=med([r.get("fit_minor_faults", r.get("process_minor_faults")) for r in rs]),
             accuracies=sorted({r["accuracy"] for r in rs}), log_losses=sorted({r["log_loss"] for r in rs}))
-    py, cl, co = runs["python"], runs["cli"], runs["core"]
+    py, cl, co, pw = runs["python"], runs["cli"], runs["core"], runs["python_warm"]
     ov = {}
     for what in ("fit", "predict"):
         k = f"{what}_seconds"
@@ -276,7 +331,9 @@ def run_batch(ds, args):
             overhead_pct_paired_median=100 * (med([a[k] / b[k] for a, b in zip(py, cl)]) - 1),
             paired_ratios=[a[k] / b[k] for a, b in zip(py, cl)],
             core_overhead_pct_of_medians=100 * (med([r[k] for r in co]) / med([r[k] for r in cl]) - 1),
-            wrapper_vs_core_pct_of_medians=100 * (med([r[k] for r in py]) / med([r[k] for r in co]) - 1))
+            wrapper_vs_core_pct_of_medians=100 * (med([r[k] for r in py]) / med([r[k] for r in co]) - 1),
+            python_warm_median=med([r[k] for r in pw]),
+            warm_overhead_pct_of_medians=100 * (med([r[k] for r in pw]) / med([r[k] for r in cl]) - 1))
     out["overhead"] = ov
     # same seed => same model: every run must give the CLI's accuracy and log loss
     accs = {key: {r["accuracy"] for r in rs} for key, rs in runs.items()}
@@ -305,6 +362,7 @@ def run_sklearn(ds, args):
         runs = []
         for _ in range(args.sklearn_reps):
             m = make()
+            release_heap()
             t0 = time.perf_counter()
             m.fit(ds.X, ds.y)
             t1 = time.perf_counter()
@@ -329,15 +387,17 @@ def py_stream(ds, args, train_dicts, ys, test_dicts):
     model = MondrianForestClassifier(n_estimators=args.stream_trees, random_state=args.seed,
                                      feature_ranges=[(0.0, 1.0)] * ds.n_features)
     learn_one = model.learn_one
-    t0 = time.perf_counter()
+    release_heap()
+    f0, t0 = faults(), time.perf_counter()
     for x, y in zip(train_dicts, ys):
         learn_one(x, y)
-    learn_s = time.perf_counter() - t0
+    learn_s, f1 = time.perf_counter() - t0, faults()
     t0 = time.perf_counter()
     probs = [model.predict_proba_one(x) for x in test_dicts]
     pred_s = time.perf_counter() - t0
     acc, ll = score(proba_from_dicts(probs, ds.n_classes), ds.yt)
-    return model, dict(learn_seconds=learn_s, predict_one_seconds=pred_s, accuracy=acc, log_loss=ll)
+    return model, dict(learn_seconds=learn_s, predict_one_seconds=pred_s, accuracy=acc, log_loss=ll,
+                       learn_minor_faults=f1 - f0)
 
 
 def core_stream(ds, args, rows, ys):
@@ -348,15 +408,17 @@ def core_stream(ds, args, rows, ys):
                                      feature_ranges=[(0.0, 1.0)] * ds.n_features)
     core = shell._new_core(ds.n_features, n_classes=ds.n_classes)
     fit_one = core.partial_fit_one
-    t0 = time.perf_counter()
+    release_heap()
+    f0, t0 = faults(), time.perf_counter()
     for x, y in zip(rows, ys):
         fit_one(x, y)
-    learn_s = time.perf_counter() - t0
+    learn_s, f1 = time.perf_counter() - t0, faults()
     t0 = time.perf_counter()
     P = np.asarray(core.predict_proba(ds.Xt))
     pred_s = time.perf_counter() - t0
     acc, ll = score(P, ds.yt)
-    return dict(learn_seconds=learn_s, predict_array_seconds=pred_s, accuracy=acc, log_loss=ll)
+    return dict(learn_seconds=learn_s, predict_array_seconds=pred_s, accuracy=acc, log_loss=ll,
+                learn_minor_faults=f1 - f0)
 
 
 def cli_stream(ds, args):
@@ -364,12 +426,13 @@ def cli_stream(ds, args):
     r = rec["result"]
     return dict(learn_seconds=r["train_seconds"], predict_array_seconds=r["predict_seconds"],
                 accuracy=r["accuracy"], log_loss=r["log_loss"], wall_seconds=rec["wall_seconds"],
-                command=rec["command"])
+                process_minor_faults=rec["process_minor_faults"], command=rec["command"])
 
 
 def run_amf(ds, args, train_dicts, ys, test_dicts):
     from river.forest import AMFClassifier
     model = AMFClassifier(n_estimators=args.stream_trees, seed=args.seed)
+    release_heap()
     learn_s, i, n = 0.0, 0, len(ys)
     while i < n and learn_s < args.amf_budget:
         j = min(n, i + 256)
@@ -434,6 +497,7 @@ def run_streams(ds, args):
     for key, rs in runs.items():
         ls = [r["learn_seconds"] for r in rs]
         summ[key] = dict(learn_median=med(ls), learn_range=spread(ls), us_per_point=1e6 * med(ls) / n,
+                         faults_median=med([r.get("learn_minor_faults", r.get("process_minor_faults")) for r in rs]),
                          throughput=n * args.stream_trees / med(ls),
                          accuracies=sorted({r["accuracy"] for r in rs}))
     summ["python"]["predict_one_us_per_point"] = 1e6 * med([r["predict_one_seconds"] for r in runs["python"]]) / len(ds.yt)
@@ -564,27 +628,36 @@ def dataset_md(name, D, meta):
               "",
               f"Medians over {cfg['reps']} interleaved repetitions [min–max]; scikit-learn: median of "
               f"{cfg['sklearn_reps']} fit(s).", "",
-              "| method | accuracy | fit s | predict_proba s (test set) |", "|---|---|---|---|"]
-        rows = [("ours, Python `MondrianForestClassifier.fit` / `.predict_proba`", S["python"]),
-                ("ours, Python `ClassifierCore` directly (no sklearn validation)", S["core"]),
-                ("ours, Rust: CLI `eval --threads 1` (`train_seconds` / `predict_seconds`)", S["cli"])]
+              "| method | accuracy | fit s | predict_proba s (test set) | minor page faults in fit |",
+              "|---|---|---|---|---|"]
+        rel = "heap released before" if cfg.get("release_heap") else "heap NOT released"
+        rows = [(f"ours, Python `MondrianForestClassifier.fit` / `.predict_proba` ({rel})", S["python"]),
+                ("ours, Python `ClassifierCore` directly (no sklearn validation; " + rel + ")", S["core"]),
+                ("ours, Rust: CLI `eval --threads 1` (`train_seconds` / `predict_seconds`; fresh process)", S["cli"]),
+                ("ours, Python estimator again right after, heap not released (\"warm heap\")", S["python_warm"])]
         for label, s in rows:
+            flt = s.get("fit_faults_median")
+            flt = "–" if flt is None else f"{flt:,.0f}" + (" (whole process)" if s is S["cli"] else "")
             L.append(f"| {label} | {'/'.join(f'{a:.4f}' for a in s['accuracies'])} | "
-                     f"{f3(s['fit_median'])} {rng_s(s['fit_range'])} | {f3(s['predict_median'])} {rng_s(s['predict_range'])} |")
+                     f"{f3(s['fit_median'])} {rng_s(s['fit_range'])} | {f3(s['predict_median'])} {rng_s(s['predict_range'])} | {flt} |")
         for key, s in (D.get("sklearn") or {}).items():
             L.append(f"| scikit-learn {s['label']}, n_jobs=1 | {s['accuracy']:.4f} | {f3(s['fit_median'])} | "
-                     f"{f3(s['predict_median'])} |")
+                     f"{f3(s['predict_median'])} | |")
+        cl = B["runs"]["cli"][0]
+        if cl.get("model_bytes"):
+            L += ["", f"Forest size (CLI summary): {cl['n_nodes']:,} nodes, {cl['model_bytes'] / 2**20:,.0f} MiB."]
         L.append("")
         O = B["overhead"]
         L += ["#### Python overhead over the Rust library (batch)", "",
               "| | Python s | core s | Rust (CLI) s | **overhead** Python/Rust − 1 (medians) | "
-              "median of paired per-rep ratios − 1 | core/Rust − 1 | Python/core − 1 |",
-              "|---|---|---|---|---|---|---|---|"]
+              "median of paired per-rep ratios − 1 | core/Rust − 1 | Python/core − 1 | warm-heap Python/Rust − 1 |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for what, label in (("fit", "fit"), ("predict", "predict_proba")):
             o = O[what]
             L.append(f"| {label} | {f3(o['python_median'])} | {f3(o['core_median'])} | {f3(o['rust_median'])} | "
                      f"**{pct(o['overhead_pct_of_medians'])}** | {pct(o['overhead_pct_paired_median'])} | "
-                     f"{pct(o['core_overhead_pct_of_medians'])} | {pct(o['wrapper_vs_core_pct_of_medians'])} |")
+                     f"{pct(o['core_overhead_pct_of_medians'])} | {pct(o['wrapper_vs_core_pct_of_medians'])} | "
+                     f"{pct(o['warm_overhead_pct_of_medians'])} |")
         c = B["same_model_check"]
         L += ["", ("Same-model check: **passed**, Python (estimator and core) and CLI give the same accuracy "
                    f"({'/'.join(f'{a:.4f}' for a in c['accuracies']['cli'])}) in every run, log losses within "
@@ -599,18 +672,20 @@ def dataset_md(name, D, meta):
               f"Same stream for all: the training file order (shuffled once with seed {cfg['seed']}). "
               f"Ours: medians over {cfg['reps']} interleaved repetitions [min–max]; AMF: one run"
               + (f", time budget {cfg['amf_budget']:g} s" if cfg.get("amf_budget") else "") + ".", "",
-              "| method | points learned | learn s | µs / point | throughput points×trees/s | test accuracy |",
-              "|---|---|---|---|---|---|"]
+              "| method | points learned | learn s | µs / point | throughput points×trees/s | test accuracy | minor page faults in learning |",
+              "|---|---|---|---|---|---|---|"]
         if A:
             L.append(f"| river `AMFClassifier(n_estimators={T})` `learn_one` | {A['n_learned']}/{A['n_train']}"
                      f"{' (budget reached)' if A['capped'] else ''} | {A['learn_seconds']:.2f} | {A['us_per_point']:.1f} | "
-                     f"{A['throughput']:.3g} | {A['accuracy']:.4f} |")
+                     f"{A['throughput']:.3g} | {A['accuracy']:.4f} | |")
         for key, label in (("python", f"ours, Python `learn_one` (dicts)"),
                            ("core", "ours, Python `ClassifierCore.partial_fit_one` (lists)"),
                            ("cli", "ours, Rust: CLI `eval --online --threads 1`")):
             s = S[key]
             L.append(f"| {label} | {n}/{n} | {f3(s['learn_median'])} {rng_s(s['learn_range'])} | "
-                     f"{s['us_per_point']:.1f} | {s['throughput']:.3g} | {'/'.join(f'{a:.4f}' for a in s['accuracies'])} |")
+                     f"{s['us_per_point']:.1f} | {s['throughput']:.3g} | {'/'.join(f'{a:.4f}' for a in s['accuracies'])} | "
+                     f"{'–' if s.get('faults_median') is None else format(s['faults_median'], ',.0f')}"
+                     f"{' (whole process)' if key == 'cli' else ''} |")
         L.append("")
         if A and A["throughput"]:
             L.append(f"Throughput ratio, ours (Python `learn_one`) / AMF: **{S['python']['throughput'] / A['throughput']:.0f}×**"
@@ -655,6 +730,10 @@ def write_md(results, path):
           "`experiments/python_api/.cache/` and read back, so Python and the CLI use identical values in the same order.",
           f"- Seed {cfg['seed']} everywhere (`random_state`, `--seed`, `seed`). All single-threaded "
           "(`n_jobs=1`, `--threads 1`, OMP/BLAS threads 1).",
+          "- Heap: " + ("before every timed Python run the process calls `gc.collect()` and glibc `malloc_trim(0)`, "
+          "so the new forest's pages are faulted in afresh, as in the CLI's fresh process (a forest that reuses "
+          "pages freed by the previous one skips most page faults; the \"warm heap\" row shows that case)."
+          if cfg.get("release_heap") else "NOT released between runs (`--no-release-heap`)."),
           "- Python times: `time.perf_counter` around the call in this process, after one untimed warm-up. "
           "Rust times: the CLI's own `train_seconds` / `predict_seconds` (around `fit`/`partial_fit` and "
           "`predict_proba` in the binary; CSV reading excluded).",
@@ -688,6 +767,8 @@ def main(argv=None):
     except ImportError as e:
         print(f"error: cannot import mondrian_ml ({e}); pip install ./crates/mondrian-py", file=sys.stderr)
         return 2
+    global RELEASE_HEAP
+    RELEASE_HEAP = not args.no_release_heap
     args.out.mkdir(parents=True, exist_ok=True)
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()
@@ -699,6 +780,7 @@ def main(argv=None):
                        stream_trees=args.stream_trees, amf_budget=args.amf_budget,
                        sklearn_reps=args.sklearn_reps, max_train=args.max_train, max_test=args.max_test,
                        quick=args.quick, skip_amf=args.skip_amf, skip_sklearn=args.skip_sklearn,
+                       release_heap=RELEASE_HEAP and LIBC is not None,
                        mondrian=str(args.mondrian), data_dir=str(args.data_dir)),
     }, "datasets": {}, "warnings": []}
     json_path, md_path = args.out / "bench.json", args.out / "bench.md"

@@ -47,6 +47,14 @@ pub enum MondrianError {
         /// The offending value.
         value: f64,
     },
+    /// A regression target is NaN or infinite.
+    #[error("row {row}: target {value} is not a finite number")]
+    NonFiniteTarget {
+        /// 0-based row index within the call.
+        row: usize,
+        /// The offending value.
+        value: f64,
+    },
     /// A finite feature too large for the trees' `f32` storage once scaled.
     #[error("row {row}, feature {feature}: value {value:e} is too large for the model's feature range once scaled (|x| must stay below about 3.4e38 after scaling)")]
     FeatureOverflow {

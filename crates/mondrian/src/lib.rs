@@ -20,5 +20,9 @@ pub mod tree;
 
 pub use data::{FeatureScaler, FeatureValue, Rows, Scaling};
 pub use error::{MondrianError, Result};
-pub use forest::{ClassifierParams, ForestSummary, MondrianForestClassifier};
+pub use forest::{
+    ClassifierParams, ForestSummary, MondrianForestClassifier, MondrianForestRegressor,
+    RegressionPrediction, RegressorParams,
+};
+pub use stats::gaussian::{HyperSettings, NoiseRule, PredictionMode};
 pub use stats::label::BranchCounts;

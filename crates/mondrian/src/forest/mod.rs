@@ -5,14 +5,18 @@
 //! forest is bit-identical whatever the number of threads (DESIGN.md principle 3).
 
 mod classifier;
+mod regressor;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
+pub use regressor::{MondrianForestRegressor, RegressionPrediction, RegressorParams};
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
+use crate::error::{MondrianError, Result};
 use crate::process::Feature;
 use crate::tree::{MondrianTree, NodeStatistics, TrainingPoints, NO_NODE};
 
@@ -73,6 +77,94 @@ pub(crate) fn summarize<S: NodeStatistics>(
         bytes_per_node: tree_bytes as f64 / n_nodes.max(1) as f64,
         store_bytes,
         total_bytes: tree_bytes + store_bytes,
+    }
+}
+
+/// The scaled training points a forest keeps (paused leaves are re-sampled from them) and
+/// the frozen scaling that maps raw rows into the trees' space.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PointStore<T> {
+    pub(crate) n_features: Option<usize>,
+    pub(crate) scaler: Option<FeatureScaler>,
+    pub(crate) features: Vec<Feature>,
+    pub(crate) targets: Vec<T>,
+}
+
+impl<T: Copy> PointStore<T> {
+    pub(crate) fn new() -> Self {
+        PointStore {
+            n_features: None,
+            scaler: None,
+            features: Vec::new(),
+            targets: Vec::new(),
+        }
+    }
+
+    /// A validated view of caller rows: the model's width once fixed, finite values.
+    pub(crate) fn rows<'a, V: FeatureValue>(
+        &self,
+        x: &'a [V],
+        n_features: usize,
+    ) -> Result<Rows<'a, V>> {
+        let rows = Rows::new(x, n_features)?;
+        rows.validate(self.n_features)?;
+        Ok(rows)
+    }
+
+    /// Fixes the width and the scaling from the first rows (nothing stored yet).
+    pub(crate) fn start<V: FeatureValue>(
+        &mut self,
+        rows: &Rows<V>,
+        scaling: &Scaling,
+    ) -> Result<()> {
+        self.scaler = Some(scaling.scaler_for(rows)?);
+        self.n_features = Some(rows.n_features());
+        Ok(())
+    }
+
+    /// Rows mapped into the trees' space.
+    pub(crate) fn scale<V: FeatureValue>(&self, rows: &Rows<V>) -> Result<Vec<Feature>> {
+        let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
+        let mut out = Vec::new();
+        scaler.transform_into(rows, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends already scaled rows and their targets.
+    pub(crate) fn push(&mut self, scaled: Vec<Feature>, targets: impl IntoIterator<Item = T>) {
+        self.features.extend(scaled);
+        self.targets.extend(targets);
+    }
+
+    pub(crate) fn data(&self) -> TrainingPoints<'_, T> {
+        TrainingPoints {
+            features: &self.features,
+            n_features: self.n_features.unwrap_or(0),
+            targets: &self.targets,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        store_bytes(&self.features, &self.targets)
+    }
+
+    /// Shape checks after loading a model.
+    pub(crate) fn check(&self) -> Result<()> {
+        let d = self.n_features.unwrap_or(0);
+        let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
+        if self.n_features.is_some() != self.scaler.is_some() {
+            return bad("scaler and feature count disagree");
+        }
+        if self.scaler.as_ref().is_some_and(|s| s.n_features() != d)
+            || self.features.len() != self.targets.len() * d
+        {
+            return bad("stored points do not match the feature count");
+        }
+        Ok(())
     }
 }
 

@@ -103,6 +103,40 @@ pub trait NodeStatistics {
     fn bytes_per_node(&self) -> usize;
 }
 
+/// The shape of a tree for [`MondrianTree::from_layout`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layout {
+    /// A leaf holding these training points.
+    Leaf(Vec<u32>),
+    /// An internal node: split time, dimension and location, children.
+    Split {
+        /// Absolute split time τ.
+        tau: f64,
+        /// Split dimension.
+        dim: usize,
+        /// Split location: `x[dim] ≤ loc` goes left.
+        loc: Feature,
+        /// Left subtree.
+        left: Box<Layout>,
+        /// Right subtree.
+        right: Box<Layout>,
+    },
+}
+
+impl Layout {
+    /// All points below.
+    pub fn points(&self) -> Vec<u32> {
+        match self {
+            Layout::Leaf(p) => p.clone(),
+            Layout::Split { left, right, .. } => {
+                let mut p = left.points();
+                p.extend(right.points());
+                p
+            }
+        }
+    }
+}
+
 /// The pause predicate `P(S) = (pause_on_pure ∧ S pure) ∨ |S| < min_samples_split`
 /// (spec §2.3). Both parts are monotone, which keeps online ≡ batch (§2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -399,6 +433,73 @@ impl MondrianTree {
         for &i in &points[1..] {
             grow_box(lower, upper, data.row(i));
         }
+    }
+
+    /// A tree with a given structure (for golden tests and for importing trees): boxes are
+    /// the bounding boxes of the points below each node, statistics are set from them.
+    /// Fails unless every split time exceeds its parent's, every split lies inside its
+    /// node's box and sends each of the node's points to the child that holds it.
+    pub fn from_layout<S: NodeStatistics>(
+        n_features: usize,
+        lifetime: f64,
+        pause: PauseRule,
+        layout: &Layout,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+    ) -> Result<Self, String> {
+        let mut tree = MondrianTree::new(n_features, lifetime, pause);
+        stats.resize(0);
+        tree.root = tree.new_node(NO_NODE, stats);
+        let mut stack = vec![(tree.root, layout, 0.0f64)];
+        while let Some((j, part, tau_parent)) = stack.pop() {
+            let points = part.points();
+            if points.is_empty() {
+                return Err("a node without points".into());
+            }
+            tree.fit_box(j, &points, data);
+            match part {
+                Layout::Leaf(p) => {
+                    tree.make_leaf(j, p.clone(), pause.holds(p, stats, data.targets))
+                }
+                Layout::Split {
+                    tau,
+                    dim,
+                    loc,
+                    left,
+                    right,
+                } => {
+                    if !(*tau > tau_parent && *tau < lifetime) || *dim >= n_features {
+                        return Err(format!("node {j}: bad split time or dimension"));
+                    }
+                    for (side, child) in [(true, left), (false, right)] {
+                        if child
+                            .points()
+                            .iter()
+                            .any(|&i| (data.row(i)[*dim] <= *loc) != side)
+                        {
+                            return Err(format!("node {j}: a point is on the wrong side"));
+                        }
+                    }
+                    let node = &mut tree.nodes[j as usize];
+                    (node.tau, node.split_dim, node.split_loc) = (*tau, *dim as u32, *loc);
+                    let l = tree.new_node(j, stats);
+                    let r = tree.new_node(j, stats);
+                    tree.nodes[j as usize].left = l;
+                    tree.nodes[j as usize].right = r;
+                    stack.push((r, right, *tau));
+                    stack.push((l, left, *tau));
+                }
+            }
+        }
+        for &j in tree.subtree_preorder(tree.root).iter().rev() {
+            match tree.children(j) {
+                Some((l, r)) => {
+                    stats.set_internal(j, l, r);
+                }
+                None => stats.set_leaf(j, &tree.points[j as usize], data.targets),
+            }
+        }
+        Ok(tree)
     }
 
     /// Grows the box of `node` to contain `x`.

@@ -1,0 +1,462 @@
+//! `MondrianForestRegressor`: the Mondrian forest regression of spec `mf-regression.md`
+//! (thesis ch. 6), on the same engine as the classifier with Gaussian node statistics.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{grow_trees, summarize, tree_rng, ForestSummary, PointStore, Pool, TreeUnit};
+use crate::data::{FeatureValue, Scaling};
+use crate::error::{MondrianError, Result};
+use crate::stats::gaussian::{
+    mixture_log_density, mixture_moments, Component, GaussianModel, HyperSettings, Moments,
+    PredictionMode, TargetMoments, Theta, Upward,
+};
+use crate::tree::{MondrianTree, PathStep, PauseRule};
+
+/// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8); the defaults are the
+/// thesis' settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressorParams {
+    /// Number of trees M.
+    pub n_trees: usize,
+    /// Blocks with fewer points are leaves (paused online, so online ≡ batch; §1.6).
+    pub min_samples_split: usize,
+    /// Exact Gaussian belief propagation or the fast empirical approximation (§2.6).
+    pub mode: PredictionMode,
+    /// Constants of the hyper-parameter heuristic (§2.5).
+    pub hyper: HyperSettings,
+    /// Master seed; tree t draws from a generator seeded by (seed, t).
+    pub seed: u64,
+    /// Worker threads (0 = all cores); the model does not depend on it.
+    pub n_threads: usize,
+    /// Online bagging (Poisson(1) copies of each example per tree).
+    pub bagging: bool,
+    /// How features are scaled before they reach the trees (the heuristic γ2 assumes
+    /// [0, 1]).
+    pub scaling: Scaling,
+}
+
+impl Default for RegressorParams {
+    fn default() -> Self {
+        RegressorParams {
+            n_trees: 10,
+            min_samples_split: 10,
+            mode: PredictionMode::Exact,
+            hyper: HyperSettings::default(),
+            seed: 0,
+            n_threads: 0,
+            bagging: false,
+            scaling: Scaling::FirstBatch,
+        }
+    }
+}
+
+impl RegressorParams {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<()> {
+        if self.n_trees == 0 {
+            return Err(MondrianError::InvalidParameter {
+                name: "n_trees",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.min_samples_split == 0 {
+            return Err(MondrianError::InvalidParameter {
+                name: "min_samples_split",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if let Scaling::Ranges(r) = &self.scaling {
+            crate::data::FeatureScaler::from_ranges(r)?;
+        }
+        self.hyper.validate()
+    }
+}
+
+/// Predictive moments of a forest at each row: the moments of the equal-weight mixture of
+/// the trees' mixtures (§3.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegressionPrediction {
+    /// Predictive mean E per row.
+    pub mean: Vec<f64>,
+    /// Predictive variance Var per row.
+    pub variance: Vec<f64>,
+}
+
+impl RegressionPrediction {
+    /// Predictive standard deviation per row.
+    pub fn std(&self) -> Vec<f64> {
+        self.variance.iter().map(|v| v.sqrt()).collect()
+    }
+
+    /// Central interval `E ± z·sd` with `P(|Z| ≤ z) = level` per row: the Gaussian moment
+    /// match of the forest mixture, as the thesis' calibration uses (§3.3).
+    pub fn interval(&self, level: f64) -> Result<(Vec<f64>, Vec<f64>)> {
+        if !(level > 0.0 && level < 1.0) {
+            return Err(MondrianError::InvalidParameter {
+                name: "level",
+                reason: format!("{level} is not in (0, 1)"),
+            });
+        }
+        let z = crate::metrics::normal_quantile(0.5 + level / 2.0);
+        let half: Vec<f64> = self.std().iter().map(|s| z * s).collect();
+        Ok((
+            self.mean.iter().zip(&half).map(|(m, h)| m - h).collect(),
+            self.mean.iter().zip(&half).map(|(m, h)| m + h).collect(),
+        ))
+    }
+}
+
+/// An online Mondrian forest for regression with calibrated predictive uncertainty
+/// (Lakshminarayanan, Roy & Teh 2016; spec `mf-regression.md`).
+///
+/// Trees are Mondrian trees with λ = ∞ whose blocks with fewer than `min_samples_split`
+/// points are leaves (paused, so online training has the batch distribution). Each tree
+/// carries a Gaussian hierarchy over node means; prediction at any x mixes the posterior
+/// at the leaf with branch-off components, so the variance grows away from the data and
+/// far from it the prediction returns to the prior N(ȳ, s²).
+///
+/// ```
+/// use mondrian::{MondrianForestRegressor, RegressorParams};
+/// let x: Vec<f64> = (0..40).map(|i| i as f64 / 40.0).collect();
+/// let y: Vec<f64> = x.iter().map(|v| (6.0 * v).sin()).collect();
+/// let mut forest = MondrianForestRegressor::new(RegressorParams::default())?;
+/// forest.fit(&x, 1, &y)?;
+/// let p = forest.predict(&[0.5, 25.0], 1)?;
+/// assert!(p.variance[1] > p.variance[0]); // far from the data: less sure
+/// # Ok::<(), mondrian::MondrianError>(())
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MondrianForestRegressor {
+    params: RegressorParams,
+    store: PointStore<f64>,
+    /// Moments of every training label (each once, whatever the bagging weights).
+    labels: Moments,
+    trees: Vec<TreeUnit<TargetMoments>>,
+    /// θ from the heuristic, refreshed after each training call.
+    #[serde(skip)]
+    theta: Option<Theta>,
+    /// Exact mode: each tree's upward messages under θ.
+    #[serde(skip)]
+    messages: Vec<Vec<Upward>>,
+    #[serde(skip)]
+    pool: Pool,
+}
+
+const MODEL_KIND: &str = "mondrian-forest-regressor";
+/// Rows per unit of parallel prediction work.
+const BLOCK: usize = 512;
+
+impl MondrianForestRegressor {
+    /// An untrained forest.
+    pub fn new(params: RegressorParams) -> Result<Self> {
+        params.validate()?;
+        Ok(MondrianForestRegressor {
+            pool: Pool::new(params.n_threads),
+            params,
+            store: PointStore::new(),
+            labels: Moments::default(),
+            trees: Vec::new(),
+            theta: None,
+            messages: Vec::new(),
+        })
+    }
+
+    /// The hyper-parameters.
+    pub fn params(&self) -> &RegressorParams {
+        &self.params
+    }
+    /// Number of features, once trained.
+    pub fn n_features(&self) -> Option<usize> {
+        self.store.n_features
+    }
+    /// Training points absorbed so far.
+    pub fn n_samples_seen(&self) -> usize {
+        self.store.len()
+    }
+    /// θ in use (after training).
+    pub fn theta(&self) -> Option<Theta> {
+        self.theta
+    }
+    /// Tree `index` with its label moments.
+    pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &TargetMoments)> {
+        self.trees.get(index).map(|u| (&u.tree, &u.stats))
+    }
+    /// Changes the worker thread count; the model is unaffected.
+    pub fn set_n_threads(&mut self, n_threads: usize) {
+        self.params.n_threads = n_threads;
+        self.pool = Pool::new(n_threads);
+    }
+    /// Switches between exact and fast prediction; the trees do not depend on it.
+    pub fn set_mode(&mut self, mode: PredictionMode) {
+        self.params.mode = mode;
+        self.refresh();
+    }
+
+    fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
+        if y.len() != n_rows {
+            return Err(MondrianError::LengthMismatch {
+                n_rows,
+                n_labels: y.len(),
+            });
+        }
+        match y.iter().position(|v| !v.is_finite()) {
+            Some(row) => Err(MondrianError::NonFiniteTarget { row, value: y[row] }),
+            None => Ok(()),
+        }
+    }
+
+    /// Batch training (Alg. 6.1–6.2): discards previous state, fixes the scaling from `x`
+    /// (unless ranges were given), samples every tree and computes θ from `y` (§2.5).
+    pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
+        self.train(x, n_features, y, true)
+    }
+
+    /// Online training (Alg. 6.3 with pausing, §1.6) on one point or a mini-batch, in row
+    /// order. The first call fixes the width and, with [`Scaling::FirstBatch`], the scaling.
+    /// θ is re-estimated from all labels seen after every call, so in exact mode each call
+    /// also refreshes every node's messages (O(nodes)); stream point by point with
+    /// [`PredictionMode::Fast`], whose cost per point is O(depth).
+    pub fn partial_fit<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<()> {
+        self.train(x, n_features, y, false)
+    }
+
+    /// Every check and the scaling run before the model changes, so a refused input leaves
+    /// it untouched.
+    fn train<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        fresh: bool,
+    ) -> Result<()> {
+        let starting = fresh || self.store.n_features.is_none();
+        let empty = PointStore::new();
+        let rows = if starting { &empty } else { &self.store }.rows(x, n_features)?;
+        Self::check_targets(y, rows.n_rows())?;
+        if rows.n_rows() == 0 {
+            return match fresh {
+                true => Err(MondrianError::EmptyData("fit needs at least one row")),
+                false => Ok(()),
+            };
+        }
+        let new_store = match starting {
+            true => {
+                let mut store = PointStore::new();
+                store.start(&rows, &self.params.scaling)?;
+                Some(store)
+            }
+            false => None,
+        };
+        let scaled = new_store.as_ref().unwrap_or(&self.store).scale(&rows)?;
+        if let Some(store) = new_store {
+            self.store = store;
+            self.labels = Moments::default();
+            self.init_trees();
+        }
+        let start = self.store.len();
+        self.store.push(scaled, y.iter().copied());
+        for &v in y {
+            self.labels.push(v, 1.0);
+        }
+        let data = self.store.data();
+        grow_trees(
+            &mut self.trees,
+            &data,
+            start,
+            self.params.seed,
+            self.params.bagging,
+            &self.pool,
+        );
+        self.refresh();
+        Ok(())
+    }
+
+    fn init_trees(&mut self) {
+        let d = self.store.n_features.unwrap_or(0);
+        let pause = PauseRule {
+            pause_on_pure: false,
+            min_samples_split: self.params.min_samples_split,
+        };
+        self.trees = (0..self.params.n_trees)
+            .map(|t| TreeUnit {
+                tree: MondrianTree::new(d, f64::INFINITY, pause),
+                stats: TargetMoments::new(),
+                rng: tree_rng(self.params.seed, t),
+            })
+            .collect();
+    }
+
+    /// Re-estimates θ from the labels and, in exact mode, every tree's upward messages.
+    fn refresh(&mut self) {
+        let Some(d) = self.store.n_features else {
+            return;
+        };
+        let theta = Theta::heuristic(self.labels, d, &self.params.hyper);
+        self.theta = Some(theta);
+        self.messages = match self.params.mode {
+            PredictionMode::Exact => {
+                let model = GaussianModel {
+                    theta,
+                    mode: PredictionMode::Exact,
+                };
+                let trees = &self.trees;
+                self.pool.install(|| {
+                    trees
+                        .par_iter()
+                        .map(|u| model.upward(&u.tree, &u.stats))
+                        .collect()
+                })
+            }
+            PredictionMode::Fast => Vec::new(),
+        };
+    }
+
+    /// Runs `visit(row, tree components)` for every row of `x` and every tree, rows in
+    /// parallel blocks; `init` makes each row's accumulator.
+    fn per_row<T: FeatureValue, R: Send>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        init: impl Fn() -> R + Sync,
+        visit: impl Fn(&mut R, &[Component]) + Sync,
+    ) -> Result<Vec<R>> {
+        let theta = self.theta.ok_or(MondrianError::NotFitted)?;
+        let rows = self.store.rows(x, n_features)?;
+        let scaled = self.store.scale(&rows)?;
+        let model = GaussianModel {
+            theta,
+            mode: self.params.mode,
+        };
+        let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
+        let no_messages: Vec<Upward> = Vec::new();
+        self.pool.install(|| {
+            out.par_chunks_mut(BLOCK)
+                .zip(scaled.par_chunks(BLOCK * n_features))
+                .for_each(|(acc, xs)| {
+                    let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); acc.len()];
+                    let mut comps = Vec::new();
+                    for (t, unit) in self.trees.iter().enumerate() {
+                        let msgs = self.messages.get(t).unwrap_or(&no_messages);
+                        unit.tree.path_steps_many(xs, &mut steps);
+                        for (a, s) in acc.iter_mut().zip(&steps) {
+                            comps.clear();
+                            model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
+                            visit(a, &comps);
+                        }
+                    }
+                })
+        });
+        Ok(out)
+    }
+
+    /// Predictive mean and variance at each row of `x` (row-major, `n_features` columns);
+    /// any x ∈ R^D is allowed (§3).
+    pub fn predict<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<RegressionPrediction> {
+        // Welford over the trees' means, plus the sum of their variances (§3.3).
+        let stats = self.per_row(
+            x,
+            n_features,
+            || (Moments::default(), 0.0f64),
+            |(means, var_sum), comps| {
+                let (m, v) = mixture_moments(comps);
+                means.push(m, 1.0);
+                *var_sum += v;
+            },
+        )?;
+        Ok(RegressionPrediction {
+            mean: stats.iter().map(|(m, _)| m.mean).collect(),
+            variance: stats.iter().map(|(m, v)| v / m.n + m.variance()).collect(),
+        })
+    }
+
+    /// `log p(y | x)` of the full forest mixture at each row (the negative of the NLPD
+    /// summand; §3.3), by log-sum-exp over every component of every tree.
+    pub fn log_density<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<Vec<f64>> {
+        let n_rows = x.len() / n_features.max(1);
+        Self::check_targets(y, n_rows)?;
+        let m = self.trees.len() as f64;
+        let pooled = self.per_row(
+            x,
+            n_features,
+            Vec::new,
+            |all: &mut Vec<Component>, comps| {
+                all.extend(comps.iter().map(|c| Component {
+                    weight: c.weight / m,
+                    ..*c
+                }))
+            },
+        )?;
+        Ok(pooled
+            .iter()
+            .zip(y)
+            .map(|(comps, &v)| mixture_log_density(comps, v))
+            .collect())
+    }
+
+    /// Size and depth statistics.
+    pub fn summary(&self) -> ForestSummary {
+        summarize(&self.trees, self.store.bytes())
+    }
+
+    /// Writes the model (versioned, checksummed; see [`crate::persist`]).
+    pub fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
+        crate::persist::save(self, MODEL_KIND, writer)
+    }
+
+    /// Reads a model written by [`save_to`](Self::save_to).
+    pub fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
+        let mut model: Self = crate::persist::load(MODEL_KIND, reader)?;
+        model.params.validate()?;
+        model.store.check()?;
+        let d = model.store.n_features.unwrap_or(0);
+        if model.trees.iter().any(|u| u.tree.n_features() != d) {
+            return Err(MondrianError::CorruptModel(
+                "a tree does not match the forest's shape".into(),
+            ));
+        }
+        model.pool = Pool::new(model.params.n_threads);
+        model.refresh();
+        Ok(model)
+    }
+
+    /// Saves to a file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let file = std::fs::File::create(path)?;
+        self.save_to(std::io::BufWriter::new(file))
+    }
+
+    /// Loads from a file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let file = std::fs::File::open(path)?;
+        Self::load_from(std::io::BufReader::new(file))
+    }
+
+    /// The model as bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.save_to(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// A model from [`to_bytes`](Self::to_bytes).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        Self::load_from(bytes)
+    }
+}

@@ -1,0 +1,516 @@
+//! The Gaussian hierarchy of Mondrian regression trees (spec `mf-regression.md` §2–3):
+//! label moments per node, the hyper-parameter heuristic, exact belief propagation and the
+//! per-tree predictive mixture with branch-off.
+//!
+//! Each node j has a latent mean μ_j; μ_root ~ N(μ_H, φ_root), μ_j | μ_parent ~ N(μ_parent, φ_j)
+//! with `φ_j = γ1 [σ(γ2 τ_j) − σ(γ2 τ_parent)]` (a Brownian motion in sigmoid-transformed
+//! time), and the labels of a leaf are N(μ_leaf, σ_y²). Messages are kept in
+//! (mean, variance) form with Kalman-gain combinations, which stay defined when a variance
+//! underflows to 0 (§2.3).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MondrianError, Result};
+use crate::tree::{MondrianTree, NodeStatistics, PathStep};
+
+/// Count, mean and sum of squared deviations of a set of labels (Welford; §1.2). The count
+/// includes multiplicity (online bagging).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Moments {
+    /// Number of labels.
+    pub n: f64,
+    /// Their mean.
+    pub mean: f64,
+    /// Σ (y − mean)².
+    pub m2: f64,
+}
+
+impl Moments {
+    /// Adds `weight` copies of `y`.
+    #[inline]
+    pub fn push(&mut self, y: f64, weight: f64) {
+        let n = self.n + weight;
+        let d = y - self.mean;
+        let mean = self.mean + d * weight / n;
+        self.m2 += weight * d * (y - mean);
+        self.mean = mean;
+        self.n = n;
+    }
+
+    /// The moments of the union of two disjoint sets (Chan et al.'s pairwise update).
+    pub fn merge(a: Moments, b: Moments) -> Moments {
+        if a.n == 0.0 {
+            return b;
+        }
+        if b.n == 0.0 {
+            return a;
+        }
+        let n = a.n + b.n;
+        let d = b.mean - a.mean;
+        Moments {
+            n,
+            mean: a.mean + d * b.n / n,
+            m2: a.m2 + b.m2 + d * d * a.n * b.n / n,
+        }
+    }
+
+    /// Population variance m2 / n (0 for an empty or single-label set).
+    pub fn variance(&self) -> f64 {
+        if self.n > 0.0 {
+            (self.m2 / self.n).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// The moments of `ys`.
+    pub fn of(ys: &[f64]) -> Moments {
+        let mut m = Moments::default();
+        for &y in ys {
+            m.push(y, 1.0);
+        }
+        m
+    }
+}
+
+/// Label moments at every node of a tree: the leaf likelihood of exact BP and the whole
+/// predictive of the fast approximation (§2.6).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TargetMoments {
+    nodes: Vec<Moments>,
+}
+
+impl TargetMoments {
+    /// No nodes yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The moments of `node`.
+    #[inline]
+    pub fn get(&self, node: u32) -> Moments {
+        self.nodes[node as usize]
+    }
+}
+
+impl NodeStatistics for TargetMoments {
+    type Target = f64;
+
+    fn resize(&mut self, n_nodes: usize) {
+        self.nodes.resize(n_nodes, Moments::default());
+    }
+
+    fn reserve(&mut self, n_nodes: usize) {
+        self.nodes.reserve(n_nodes.saturating_sub(self.nodes.len()));
+    }
+
+    fn set_leaf(&mut self, node: u32, points: &[u32], targets: &[f64]) {
+        let mut m = Moments::default();
+        for &i in points {
+            m.push(targets[i as usize], 1.0);
+        }
+        self.nodes[node as usize] = m;
+    }
+
+    fn set_internal(&mut self, node: u32, left: u32, right: u32) -> bool {
+        let merged = Moments::merge(self.get(left), self.get(right));
+        let changed = merged != self.nodes[node as usize];
+        self.nodes[node as usize] = merged;
+        changed
+    }
+
+    fn set_parent_of(&mut self, node: u32, child: u32) {
+        self.nodes[node as usize] = self.get(child);
+    }
+
+    fn absorb_leaf(&mut self, node: u32, target: f64, weight: u32) -> bool {
+        self.nodes[node as usize].push(target, f64::from(weight));
+        true
+    }
+
+    fn absorb_internal(&mut self, node: u32, target: f64, weight: u32) -> bool {
+        self.nodes[node as usize].push(target, f64::from(weight));
+        true
+    }
+
+    fn is_pure(&self, points: &[u32], targets: &[f64]) -> bool {
+        points.split_first().is_none_or(|(&first, rest)| {
+            rest.iter()
+                .all(|&i| targets[i as usize] == targets[first as usize])
+        })
+    }
+
+    fn stays_pure(&self, node: u32, target: f64) -> bool {
+        let m = self.get(node);
+        m.n == 0.0 || (m.m2 == 0.0 && m.mean == target)
+    }
+
+    fn bytes_per_node(&self) -> usize {
+        std::mem::size_of::<Moments>()
+    }
+}
+
+/// How the observation noise σ_y² is set (§2.5, §7 A4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub enum NoiseRule {
+    /// σ_y² = γ1 / K = 2s²/(K + 2), the thesis' rule.
+    #[default]
+    Thesis,
+    /// σ_y² = s² / K, the authors' released code.
+    Reference,
+    /// A known noise variance (> 0); γ1 then solves γ1/2 + σ_y² = s².
+    Fixed(f64),
+}
+
+/// The constants of the hyper-parameter heuristic (§2.5), all settable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HyperSettings {
+    /// K = min(`k_cap`, 2N) (thesis: 2000; reference code: 500).
+    pub k_cap: f64,
+    /// γ2 = D / (`gamma2_divisor` · max(1, log2 N)) (thesis: 20; reference code: 2).
+    pub gamma2_divisor: f64,
+    /// A fixed γ2 instead of the rule above.
+    pub gamma2: Option<f64>,
+    /// The noise rule.
+    pub noise: NoiseRule,
+    /// Relative floor on the label variance: s² ≥ `var_floor` · max(1, ȳ²) (§5 item 2).
+    pub var_floor: f64,
+}
+
+impl Default for HyperSettings {
+    fn default() -> Self {
+        HyperSettings {
+            k_cap: 2000.0,
+            gamma2_divisor: 20.0,
+            gamma2: None,
+            noise: NoiseRule::Thesis,
+            var_floor: 1e-12,
+        }
+    }
+}
+
+impl HyperSettings {
+    /// Checks every constant.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name, reason: &str| {
+            Err(MondrianError::InvalidParameter {
+                name,
+                reason: reason.to_string(),
+            })
+        };
+        if !(self.k_cap.is_finite() && self.k_cap >= 1.0) {
+            return bad("k_cap", "must be a finite number ≥ 1");
+        }
+        if !(self.gamma2_divisor.is_finite() && self.gamma2_divisor > 0.0) {
+            return bad("gamma2_divisor", "must be finite and > 0");
+        }
+        if self.gamma2.is_some_and(|g| !(g.is_finite() && g > 0.0)) {
+            return bad("gamma2", "must be finite and > 0");
+        }
+        if let NoiseRule::Fixed(v) = self.noise {
+            if !(v.is_finite() && v > 0.0) {
+                return bad("noise variance", "must be finite and > 0");
+            }
+        }
+        if !(self.var_floor.is_finite() && self.var_floor > 0.0) {
+            return bad("var_floor", "must be finite and > 0");
+        }
+        Ok(())
+    }
+}
+
+/// Hyper-parameters θ of the Gaussian hierarchy, shared by all trees (§2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Theta {
+    /// Prior mean μ_H of the root.
+    pub mu_h: f64,
+    /// Scale γ1 of the edge variances.
+    pub gamma1: f64,
+    /// Time scale γ2.
+    pub gamma2: f64,
+    /// Observation noise σ_y².
+    pub noise_var: f64,
+}
+
+impl Theta {
+    /// The heuristic of §2.5 from the moments of all training labels and the feature count:
+    /// μ_H = ȳ, γ1 = 2Ks²/(K+2), σ_y² = γ1/K, γ2 = D/(20 log2 N), with K = min(2000, 2N).
+    pub fn heuristic(labels: Moments, n_features: usize, settings: &HyperSettings) -> Theta {
+        let n = labels.n.max(1.0);
+        let mean = labels.mean;
+        let s2 = labels
+            .variance()
+            .max(settings.var_floor * mean.powi(2).max(1.0));
+        let k = settings.k_cap.min(2.0 * n);
+        let (gamma1, noise_var) = match settings.noise {
+            NoiseRule::Thesis => {
+                let g1 = 2.0 * k * s2 / (k + 2.0);
+                (g1, g1 / k)
+            }
+            NoiseRule::Reference => (2.0 * k * s2 / (k + 2.0), s2 / k),
+            NoiseRule::Fixed(v) => (2.0 * (s2 - v).max(settings.var_floor * s2), v),
+        };
+        let gamma2 = settings
+            .gamma2
+            .unwrap_or(n_features as f64 / (settings.gamma2_divisor * n.log2().max(1.0)));
+        Theta {
+            mu_h: mean,
+            gamma1,
+            gamma2,
+            noise_var,
+        }
+    }
+
+    /// `γ1 [σ(γ2 (τ_p + Δ)) − σ(γ2 τ_p)]` without subtracting sigmoids (§2.3.5); `Δ = ∞`
+    /// gives `γ1 σ(−γ2 τ_p)`.
+    #[inline]
+    pub fn edge_variance(&self, tau_parent: f64, delta: f64) -> f64 {
+        let b = self.gamma2 * tau_parent;
+        let eb = (-b).exp();
+        if delta.is_infinite() {
+            return self.gamma1 * eb / (1.0 + eb);
+        }
+        let g = self.gamma2 * delta;
+        if g <= 0.0 {
+            return 0.0;
+        }
+        self.gamma1 * eb * -(-g).exp_m1() / ((1.0 + eb) * (1.0 + (-(b + g)).exp()))
+    }
+}
+
+/// The upward (likelihood) message of a node: `p(labels below j | μ_j) ∝ N(lm; μ_j, lv)`,
+/// and `uv = φ_j + lv`, its variance as a message to the parent (§2.3.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Upward {
+    /// Mean λm.
+    pub lm: f64,
+    /// Variance λv.
+    pub lv: f64,
+    /// φ_j, the prior variance of the edge above j.
+    pub phi: f64,
+    /// φ_j + λv.
+    pub uv: f64,
+}
+
+/// Product of two Gaussian factors in μ given as (mean, variance): the mean and variance of
+/// the normalised product, by a Kalman gain (defined when one variance is 0).
+#[inline]
+fn combine(m1: f64, v1: f64, m2: f64, v2: f64) -> (f64, f64) {
+    let s = v1 + v2;
+    if s <= 0.0 {
+        return ((m1 + m2) / 2.0, 0.0);
+    }
+    let k = v1 / s;
+    (m1 + k * (m2 - m1), v1 * v2 / s)
+}
+
+/// Which predictive the regression forest uses (§3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PredictionMode {
+    /// The exact model: belief propagation and the posterior of the branch-off node at its
+    /// expected time (Mode E, plug-in).
+    #[default]
+    Exact,
+    /// The fast empirical approximation: each node predicts N(ȳ_j, s_j² + σ_y²) (§2.6).
+    Fast,
+}
+
+/// One Gaussian of a predictive mixture.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Component {
+    /// Mixture weight.
+    pub weight: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Variance.
+    pub var: f64,
+}
+
+/// The Gaussian label model of one forest: θ and the prediction mode.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaussianModel {
+    /// Hyper-parameters.
+    pub theta: Theta,
+    /// Exact or fast.
+    pub mode: PredictionMode,
+}
+
+/// Expected time from the parent to a branch-off above node j: the mean of Exp(η)
+/// truncated to [0, Δ] (untruncated when Δ = ∞), in forms that neither overflow nor cancel
+/// (§3.2, §5 item 8).
+pub fn expected_branch_gap(eta: f64, delta: f64) -> f64 {
+    if delta.is_infinite() {
+        return 1.0 / eta;
+    }
+    let a = eta * delta;
+    if a < 1e-5 {
+        delta * (0.5 - a / 12.0)
+    } else {
+        1.0 / eta - delta * (-a).exp() / -(-a).exp_m1()
+    }
+}
+
+impl GaussianModel {
+    /// Upward messages of every node of `tree` (§2.3.1), children before parents.
+    pub fn upward(&self, tree: &MondrianTree, moments: &TargetMoments) -> Vec<Upward> {
+        let mut msgs = vec![Upward::default(); tree.n_nodes()];
+        let Some(root) = tree.root() else {
+            return msgs;
+        };
+        let theta = &self.theta;
+        for &j in tree.subtree_preorder(root).iter().rev() {
+            let (lm, lv) = match tree.children(j) {
+                None => {
+                    let m = moments.get(j);
+                    (m.mean, theta.noise_var / m.n)
+                }
+                Some((a, b)) => {
+                    let (ma, mb) = (msgs[a as usize], msgs[b as usize]);
+                    combine(ma.lm, ma.uv, mb.lm, mb.uv)
+                }
+            };
+            let phi = theta.edge_variance(tree.parent_split_time(j), delta_of(tree, j));
+            msgs[j as usize] = Upward {
+                lm,
+                lv,
+                phi,
+                uv: phi + lv,
+            };
+        }
+        msgs
+    }
+
+    /// Posterior (mean, variance) of μ_j at every node (§2.3.2–2.3.3): a full downward pass.
+    pub fn posteriors(&self, tree: &MondrianTree, msgs: &[Upward]) -> Vec<(f64, f64)> {
+        let mut post = vec![(0.0, 0.0); tree.n_nodes()];
+        let Some(root) = tree.root() else {
+            return post;
+        };
+        let theta = &self.theta;
+        // (πm, πv) of each node, filled parents first.
+        let mut prior = vec![(0.0, 0.0); tree.n_nodes()];
+        prior[root as usize] = (theta.mu_h, theta.edge_variance(0.0, delta_of(tree, root)));
+        for j in tree.subtree_preorder(root) {
+            let (pm, pv) = prior[j as usize];
+            let u = msgs[j as usize];
+            post[j as usize] = combine(pm, pv, u.lm, u.lv);
+            if let Some((a, b)) = tree.children(j) {
+                for (c, s) in [(a, b), (b, a)] {
+                    let sib = msgs[s as usize];
+                    let (cm, cv) = combine(pm, pv, sib.lm, sib.uv);
+                    prior[c as usize] = (cm, cv + msgs[c as usize].phi);
+                }
+            }
+        }
+        post
+    }
+
+    /// The predictive mixture of one tree at a (scaled) point, given the path `steps` of
+    /// [`MondrianTree::path_steps`] (§3.1–3.2, Algorithm 6.5 with the on-the-fly downward
+    /// pass of §2.4). Components are appended to `out`; their weights sum to 1.
+    pub fn tree_components(
+        &self,
+        tree: &MondrianTree,
+        moments: &TargetMoments,
+        msgs: &[Upward],
+        steps: &[PathStep],
+        out: &mut Vec<Component>,
+    ) {
+        let theta = &self.theta;
+        let noise = theta.noise_var;
+        // Cavity at the parent of the current node (excluding it), and its prior.
+        let (mut cm, mut cv) = (theta.mu_h, 0.0);
+        let mut tau_parent = 0.0;
+        for (k, step) in steps.iter().enumerate() {
+            let j = step.node;
+            let u = msgs[j as usize];
+            if k > 0 {
+                // Move the cavity from the parent p = steps[k-1] to j: the parent's prior
+                // times the message of j's sibling.
+                let p = steps[k - 1].node;
+                let (pm, pv) = (cm, cv + msgs[p as usize].phi);
+                let (a, b) = tree.children(p).expect("a path step has a parent");
+                let s = if a == j { b } else { a };
+                let sib = msgs[s as usize];
+                (cm, cv) = combine(pm, pv, sib.lm, sib.uv);
+            }
+            if step.branch_weight > 0.0 {
+                let (mean, var) = match self.mode {
+                    PredictionMode::Fast => {
+                        let m = moments.get(j);
+                        (m.mean, m.variance() + noise)
+                    }
+                    PredictionMode::Exact => {
+                        let gap = expected_branch_gap(step.eta, step.delta);
+                        let t = tau_parent + gap;
+                        let phi_a = theta.edge_variance(tau_parent, gap);
+                        let phi_b = theta.edge_variance(t, step.delta - gap);
+                        let phi_leaf = theta.edge_variance(t, f64::INFINITY);
+                        let (m, v) = combine(cm, cv + phi_a, u.lm, u.lv + phi_b);
+                        (m, v + phi_leaf + noise)
+                    }
+                };
+                out.push(Component {
+                    weight: step.branch_weight,
+                    mean,
+                    var,
+                });
+            }
+            if step.leaf_weight > 0.0 {
+                let (mean, var) = match self.mode {
+                    PredictionMode::Fast => {
+                        let m = moments.get(j);
+                        (m.mean, m.variance() + noise)
+                    }
+                    PredictionMode::Exact => {
+                        let (m, v) = combine(cm, cv + u.phi, u.lm, u.lv);
+                        (m, v + noise)
+                    }
+                };
+                out.push(Component {
+                    weight: step.leaf_weight,
+                    mean,
+                    var,
+                });
+            }
+            tau_parent = tree.split_time(j);
+        }
+    }
+}
+
+/// Δ_j = τ_j − τ_parent(j), `+∞` at leaves (λ = ∞).
+fn delta_of(tree: &MondrianTree, node: u32) -> f64 {
+    tree.split_time(node) - tree.parent_split_time(node)
+}
+
+/// Mean and variance of a mixture (§3.3): `Σ w m` and `Σ w v + Σ w (m − E)²`.
+pub fn mixture_moments(components: &[Component]) -> (f64, f64) {
+    let total: f64 = components.iter().map(|c| c.weight).sum();
+    if total <= 0.0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = components.iter().map(|c| c.weight * c.mean).sum::<f64>() / total;
+    let var = components
+        .iter()
+        .map(|c| c.weight * (c.var + (c.mean - mean).powi(2)))
+        .sum::<f64>()
+        / total;
+    (mean, var.max(0.0))
+}
+
+/// `log Σ_k w_k N(y; m_k, v_k)` by log-sum-exp (§3.3).
+pub fn mixture_log_density(components: &[Component], y: f64) -> f64 {
+    let logs: Vec<f64> = components
+        .iter()
+        .filter(|c| c.weight > 0.0)
+        .map(|c| {
+            let v = c.var.max(f64::MIN_POSITIVE);
+            c.weight.ln() - 0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (y - c.mean).powi(2) / v)
+        })
+        .collect();
+    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max == f64::NEG_INFINITY {
+        return max;
+    }
+    max + logs.iter().map(|l| (l - max).exp()).sum::<f64>().ln()
+}
