@@ -28,7 +28,10 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 
 #[track_caller]
 fn assert_close(what: &str, got: f64, want: f64, rel: f64) {
-    assert!(close(got, want, rel), "{what}: got {got:.12}, want {want:.12}");
+    assert!(
+        close(got, want, rel),
+        "{what}: got {got:.12}, want {want:.12}"
+    );
 }
 
 /// The tree of §6.8: root τ = 0.8 splits x ≤ 0.35 into leaf L = {0, 0.2} and node R
@@ -154,7 +157,13 @@ fn golden_messages_and_posteriors() {
             0.191646874684,
             0.0112065833056,
         ),
-        (0.7050932404, 0.0, 0.143333333333, 0.0323768564326, 0.119438419659),
+        (
+            0.7050932404,
+            0.0,
+            0.143333333333,
+            0.0323768564326,
+            0.119438419659,
+        ),
         (
             0.7050932404,
             -0.75,
@@ -287,7 +296,13 @@ fn golden_branch_weights_and_gamma2_one() {
 #[test]
 fn truncated_gap_mean_matches_quadrature() {
     // E[Δ̃] for Exp(η) truncated to [0, Δ], against a fine midpoint rule of the density.
-    for &(eta, delta) in &[(0.5, 0.3), (2.0, 1.0), (1e-7, 2.0), (50.0, 3.0), (3.0, 1e-9)] {
+    for &(eta, delta) in &[
+        (0.5, 0.3),
+        (2.0, 1.0),
+        (1e-7, 2.0),
+        (50.0, 3.0),
+        (3.0, 1e-9),
+    ] {
         let n = 200_000;
         let h = delta / n as f64;
         let (mut num, mut den) = (0.0, 0.0);
@@ -409,7 +424,11 @@ impl<'a> Dense<'a> {
     /// with the labels.
     fn condition(&self, k: &[f64], var: f64) -> (f64, f64) {
         let m = self.theta.mu_h + k.iter().zip(&self.alpha).map(|(a, b)| a * b).sum::<f64>();
-        let v = var - k.iter().zip(spd_solve(&self.kn, k)).map(|(a, b)| a * b).sum::<f64>();
+        let v = var
+            - k.iter()
+                .zip(spd_solve(&self.kn, k))
+                .map(|(a, b)| a * b)
+                .sum::<f64>();
         (m, v)
     }
 
@@ -479,8 +498,15 @@ fn cov_nodes(tree: &MondrianTree, theta: &Theta, a: u32, b: u32) -> f64 {
 }
 
 /// log p(Y | θ, T) by the upward messages (§2.3.4), written here from the messages only.
-fn log_marginal_bp(tree: &MondrianTree, stats: &TargetMoments, theta: &Theta, msgs: &[Upward]) -> f64 {
-    let ln_n = |x: f64, m: f64, v: f64| -0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (x - m).powi(2) / v);
+fn log_marginal_bp(
+    tree: &MondrianTree,
+    stats: &TargetMoments,
+    theta: &Theta,
+    msgs: &[Upward],
+) -> f64 {
+    let ln_n = |x: f64, m: f64, v: f64| {
+        -0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (x - m).powi(2) / v)
+    };
     let root = tree.root().unwrap();
     let mut log_c = vec![0.0; tree.n_nodes()];
     for &j in tree.subtree_preorder(root).iter().rev() {
@@ -658,7 +684,10 @@ fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
         }
         let comps = components(&model, &tree, &stats, &msgs, &x);
         let inside = steps.last().is_some_and(|s| s.is_leaf && s.eta == 0.0);
-        assert_eq!(comps.len() == 1, inside || comps.len() == 1 && first_out.is_some());
+        assert_eq!(
+            comps.len() == 1,
+            inside || comps.len() == 1 && first_out.is_some()
+        );
         let total: f64 = comps.iter().map(|c| c.weight).sum();
         assert!((total - 1.0).abs() < 1e-12);
     }
@@ -672,9 +701,39 @@ fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
         let x = (upper + e) as f32;
         let comps = components(&model, &tree, &stats, &msgs, &[x]);
         let leaf_branch = comps.last().unwrap();
-        let gap = (leaf_branch.mean - inside[0].mean).abs() + (leaf_branch.var - inside[0].var).abs();
+        let gap =
+            (leaf_branch.mean - inside[0].mean).abs() + (leaf_branch.var - inside[0].var).abs();
         assert!(gap < last_gap + 1e-12, "η={e}: {gap} after {last_gap}");
         last_gap = gap;
     }
     assert!(last_gap < 1e-3, "{last_gap}");
+}
+
+#[test]
+fn golden_quadrature_predictions() {
+    // §6.8, E-quad with Q = 16 at x = 0.3, 1.5 and −2: (E, Var, NLPD at y = 0).
+    let (tree, stats) = golden_tree();
+    let model = GaussianModel {
+        theta: golden_theta(),
+        mode: PredictionMode::ExactQuadrature,
+    };
+    let msgs = model.upward(&tree, &stats);
+    for (x, want) in [
+        (0.3f32, [0.3005283804, 0.8542702612, 0.8944431411]),
+        (1.5, [0.1863231560, 0.8595988184, 0.8634805832]),
+        (-2.0, [0.2007511679, 0.8599381880, 0.8669237634]),
+    ] {
+        let comps = components(&model, &tree, &stats, &msgs, &[x]);
+        let (e, v) = mixture_moments(&comps);
+        assert_close(&format!("quad x={x} E"), e, want[0], 1e-7);
+        assert_close(&format!("quad x={x} Var"), v, want[1], 1e-7);
+        assert_close(
+            &format!("quad x={x} NLPD"),
+            -mixture_log_density(&comps, 0.0),
+            want[2],
+            1e-7,
+        );
+        let w: f64 = comps.iter().map(|c| c.weight).sum();
+        assert!((w - 1.0).abs() < 1e-12);
+    }
 }

@@ -302,7 +302,7 @@ impl MondrianForestRegressor {
         let theta = Theta::heuristic(self.labels, d, &self.params.hyper);
         self.theta = Some(theta);
         self.messages = match self.params.mode {
-            PredictionMode::Exact => {
+            PredictionMode::Exact | PredictionMode::ExactQuadrature => {
                 let model = GaussianModel {
                     theta,
                     mode: PredictionMode::Exact,

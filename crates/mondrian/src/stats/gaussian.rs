@@ -175,6 +175,8 @@ pub struct HyperSettings {
     pub noise: NoiseRule,
     /// Relative floor on the label variance: s² ≥ `var_floor` · max(1, ȳ²) (§5 item 2).
     pub var_floor: f64,
+    /// Known hyper-parameters, used as they are instead of the heuristic.
+    pub theta: Option<Theta>,
 }
 
 impl Default for HyperSettings {
@@ -185,6 +187,7 @@ impl Default for HyperSettings {
             gamma2: None,
             noise: NoiseRule::Thesis,
             var_floor: 1e-12,
+            theta: None,
         }
     }
 }
@@ -215,6 +218,18 @@ impl HyperSettings {
         if !(self.var_floor.is_finite() && self.var_floor > 0.0) {
             return bad("var_floor", "must be finite and > 0");
         }
+        if let Some(t) = self.theta {
+            let ok = t.mu_h.is_finite()
+                && t.gamma1.is_finite()
+                && t.gamma1 >= 0.0
+                && t.gamma2.is_finite()
+                && t.gamma2 > 0.0
+                && t.noise_var.is_finite()
+                && t.noise_var > 0.0;
+            if !ok {
+                return bad("theta", "needs finite μ_H, γ1 ≥ 0, γ2 > 0 and σ_y² > 0");
+            }
+        }
         Ok(())
     }
 }
@@ -235,7 +250,11 @@ pub struct Theta {
 impl Theta {
     /// The heuristic of §2.5 from the moments of all training labels and the feature count:
     /// μ_H = ȳ, γ1 = 2Ks²/(K+2), σ_y² = γ1/K, γ2 = D/(20 log2 N), with K = min(2000, 2N).
+    /// `settings.theta`, when given, is returned as it is.
     pub fn heuristic(labels: Moments, n_features: usize, settings: &HyperSettings) -> Theta {
+        if let Some(theta) = settings.theta {
+            return theta;
+        }
         let n = labels.n.max(1.0);
         let mean = labels.mean;
         let s2 = labels
@@ -311,6 +330,10 @@ pub enum PredictionMode {
     /// expected time (Mode E, plug-in).
     #[default]
     Exact,
+    /// The exact model averaged over the branch-off time by 16-point Gauss–Legendre
+    /// quadrature instead of the plug-in (Mode E-quad): each branch-off node contributes 16
+    /// components.
+    ExactQuadrature,
     /// The fast empirical approximation: each node predicts N(ȳ_j, s_j² + σ_y²) (§2.6).
     Fast,
 }
@@ -421,10 +444,16 @@ impl GaussianModel {
         // Cavity at the parent of the current node (excluding it), and its prior.
         let (mut cm, mut cv) = (theta.mu_h, 0.0);
         let mut tau_parent = 0.0;
+        let exact = self.mode != PredictionMode::Fast;
         for (k, step) in steps.iter().enumerate() {
             let j = step.node;
-            let u = msgs[j as usize];
-            if k > 0 {
+            // The fast mode keeps no messages.
+            let u = if exact {
+                msgs[j as usize]
+            } else {
+                Upward::default()
+            };
+            if exact && k > 0 {
                 // Move the cavity from the parent p = steps[k-1] to j: the parent's prior
                 // times the message of j's sibling.
                 let p = steps[k - 1].node;
@@ -435,26 +464,51 @@ impl GaussianModel {
                 (cm, cv) = combine(pm, pv, sib.lm, sib.uv);
             }
             if step.branch_weight > 0.0 {
-                let (mean, var) = match self.mode {
+                let w = step.branch_weight;
+                // The posterior of the branch-off node ĵ inserted at time t between the
+                // parent and j, plus the edge to the new leaf and the noise (§3.2).
+                let at = |gap: f64| {
+                    let t = tau_parent + gap;
+                    let phi_a = theta.edge_variance(tau_parent, gap);
+                    let phi_b = theta.edge_variance(t, step.delta - gap);
+                    let phi_leaf = theta.edge_variance(t, f64::INFINITY);
+                    let (m, v) = combine(cm, cv + phi_a, u.lm, u.lv + phi_b);
+                    (m, v + phi_leaf + noise)
+                };
+                match self.mode {
                     PredictionMode::Fast => {
                         let m = moments.get(j);
-                        (m.mean, m.variance() + noise)
+                        out.push(Component {
+                            weight: w,
+                            mean: m.mean,
+                            var: m.variance() + noise,
+                        });
                     }
                     PredictionMode::Exact => {
-                        let gap = expected_branch_gap(step.eta, step.delta);
-                        let t = tau_parent + gap;
-                        let phi_a = theta.edge_variance(tau_parent, gap);
-                        let phi_b = theta.edge_variance(t, step.delta - gap);
-                        let phi_leaf = theta.edge_variance(t, f64::INFINITY);
-                        let (m, v) = combine(cm, cv + phi_a, u.lm, u.lv + phi_b);
-                        (m, v + phi_leaf + noise)
+                        let (mean, var) = at(expected_branch_gap(step.eta, step.delta));
+                        out.push(Component {
+                            weight: w,
+                            mean,
+                            var,
+                        });
                     }
-                };
-                out.push(Component {
-                    weight: step.branch_weight,
-                    mean,
-                    var,
-                });
+                    PredictionMode::ExactQuadrature => {
+                        // Δ̃(u) = −log1p(−u F)/η inverts the truncated Exp(η) law.
+                        let f = if step.delta.is_infinite() {
+                            1.0
+                        } else {
+                            -(-step.eta * step.delta).exp_m1()
+                        };
+                        for &(node, weight) in gauss_legendre_16() {
+                            let (mean, var) = at(-(-node * f).ln_1p() / step.eta);
+                            out.push(Component {
+                                weight: w * weight,
+                                mean,
+                                var,
+                            });
+                        }
+                    }
+                }
             }
             if step.leaf_weight > 0.0 {
                 let (mean, var) = match self.mode {
@@ -462,7 +516,7 @@ impl GaussianModel {
                         let m = moments.get(j);
                         (m.mean, m.variance() + noise)
                     }
-                    PredictionMode::Exact => {
+                    PredictionMode::Exact | PredictionMode::ExactQuadrature => {
                         let (m, v) = combine(cm, cv + u.phi, u.lm, u.lv);
                         (m, v + noise)
                     }
@@ -476,6 +530,37 @@ impl GaussianModel {
             tau_parent = tree.split_time(j);
         }
     }
+}
+
+/// Nodes and weights of 16-point Gauss–Legendre quadrature mapped to (0, 1) (weights sum
+/// to 1), computed once by Newton's method on the Legendre polynomial P16.
+fn gauss_legendre_16() -> &'static [(f64, f64); 16] {
+    static RULE: std::sync::OnceLock<[(f64, f64); 16]> = std::sync::OnceLock::new();
+    RULE.get_or_init(|| {
+        const Q: usize = 16;
+        let mut rule = [(0.0, 0.0); Q];
+        for (i, slot) in rule.iter_mut().enumerate() {
+            // Chebyshev-like first guess for the i-th root on (−1, 1), then Newton.
+            let mut z = (std::f64::consts::PI * (i as f64 + 0.75) / (Q as f64 + 0.5)).cos();
+            let mut dp = 0.0;
+            for _ in 0..100 {
+                let (mut p0, mut p1) = (1.0, z);
+                for k in 2..=Q {
+                    let k = k as f64;
+                    (p0, p1) = (p1, ((2.0 * k - 1.0) * z * p1 - (k - 1.0) * p0) / k);
+                }
+                dp = Q as f64 * (z * p1 - p0) / (z * z - 1.0);
+                let step = p1 / dp;
+                z -= step;
+                if step.abs() < 1e-16 {
+                    break;
+                }
+            }
+            let w = 2.0 / ((1.0 - z * z) * dp * dp);
+            *slot = ((1.0 - z) / 2.0, w / 2.0);
+        }
+        rule
+    })
 }
 
 /// Δ_j = τ_j − τ_parent(j), `+∞` at leaves (λ = ∞).
