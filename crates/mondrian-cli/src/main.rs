@@ -3,6 +3,7 @@
 //! A thin edge over the `mondrian` library: it reads files, calls the library and prints.
 
 mod io;
+mod regression;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,7 +30,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Train a classifier on a labelled file and save it.
+    /// Train a classifier (or with `--task regression` a regressor) on a labelled file and
+    /// save it.
     Train {
         /// Training data: CSV (header, label in the last column; .csv.gz too) or LIBSVM.
         #[arg(long)]
@@ -40,7 +42,8 @@ enum Command {
         #[command(flatten)]
         forest: ForestArgs,
     },
-    /// Predict the class of every row of a file with a saved model.
+    /// Predict every row of a file with a saved model: class labels (or probabilities), or
+    /// for a regression model the predictive mean and standard deviation.
     Predict {
         /// The model written by `mondrian train`.
         #[arg(long)]
@@ -55,6 +58,9 @@ enum Command {
         /// Print class probabilities (one column per class) instead of labels.
         #[arg(long)]
         proba: bool,
+        /// Regression models: also print the central interval at this level (e.g. 0.9).
+        #[arg(long)]
+        interval: Option<f64>,
         /// Worker threads (0 = all cores).
         #[arg(long, default_value_t = 0)]
         threads: usize,
@@ -98,9 +104,12 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct ForestArgs {
-    /// Number of trees.
-    #[arg(long, default_value_t = 100)]
-    trees: usize,
+    /// What to learn: class labels (integers) or real-valued targets.
+    #[arg(long, value_enum, default_value_t = Task::Classification)]
+    task: Task,
+    /// Number of trees [default: 100 for classification, 10 for regression].
+    #[arg(long)]
+    trees: Option<usize>,
     /// Lifetime λ: `inf` or a positive number.
     #[arg(long, default_value = "inf", value_parser = parse_lifetime)]
     lifetime: f64,
@@ -122,12 +131,40 @@ struct ForestArgs {
     /// Do not pause label-pure blocks.
     #[arg(long)]
     no_pause: bool,
-    /// Pause blocks with fewer points than this.
-    #[arg(long, default_value_t = 2)]
-    min_samples_split: usize,
-    /// Counts of the branch-off node in prediction.
+    /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
+    /// regression].
+    #[arg(long)]
+    min_samples_split: Option<usize>,
+    /// Counts of the branch-off node in prediction (classification).
     #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
     branch_counts: BranchArg,
+    /// Predictive of the regression forest.
+    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
+    mode: ModeArg,
+}
+
+impl ForestArgs {
+    fn n_trees(&self) -> usize {
+        self.trees.unwrap_or(100)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Task {
+    /// Integer class labels.
+    Classification,
+    /// Real-valued targets, with predictive uncertainty.
+    Regression,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    /// Exact Gaussian belief propagation, branch-off at its expected time (default).
+    Exact,
+    /// Exact, averaging the branch-off time by 16-point quadrature.
+    Quadrature,
+    /// The fast empirical approximation (mean and variance of each node's targets).
+    Fast,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -212,9 +249,10 @@ fn read_labelled(
     Ok((Labelled { data, classes }, values))
 }
 
-fn params_from(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
-    // The scaling is fixed from the whole training file, as a user who knows the feature
-    // ranges would fix it for a stream; batch and online runs then see identical features.
+/// Per-feature (min, max) of a training file. The scaling is fixed from the whole file, as
+/// a user who knows the feature ranges would fix it for a stream; batch and online runs
+/// then see identical features.
+fn training_ranges(train: &Dataset) -> Vec<(f64, f64)> {
     let d = train.n_features;
     let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); d];
     for row in train.x.chunks_exact(d) {
@@ -223,15 +261,20 @@ fn params_from(args: &ForestArgs, train: &Dataset, n_classes: usize) -> Classifi
             r.1 = r.1.max(v);
         }
     }
+    ranges
+}
+
+fn params_from(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
+    let ranges = training_ranges(train);
     ClassifierParams {
-        n_trees: args.trees,
+        n_trees: args.n_trees(),
         lifetime: args.lifetime,
         discount_factor: args.discount_factor,
         seed: args.seed,
         n_threads: args.threads,
         bagging: args.bagging,
         pause_on_pure: !args.no_pause,
-        min_samples_split: args.min_samples_split,
+        min_samples_split: args.min_samples_split.unwrap_or(2),
         branch_counts: match args.branch_counts {
             BranchArg::Paper => BranchCounts::Paper,
             BranchArg::Reference => BranchCounts::Reference,
@@ -274,7 +317,7 @@ fn train_forest(
         bar.finish_and_clear();
     } else {
         let bar = ProgressBar::new_spinner();
-        bar.set_message(format!("fitting {} trees", args.trees));
+        bar.set_message(format!("fitting {} trees", args.n_trees()));
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         forest.fit(&train.data.x, d, &train.classes)?;
         bar.finish_and_clear();
@@ -283,6 +326,9 @@ fn train_forest(
 }
 
 fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {
+    if args.task == Task::Regression {
+        return regression::run_train(train, model, args);
+    }
     let (data, values) = read_labelled(train, None, None)?;
     let (forest, secs) = train_forest(args, &data, values.len())?;
     let saved = SavedClassifier {
@@ -309,11 +355,13 @@ fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliErr
     Ok(())
 }
 
-fn load_saved(model: &Path) -> Result<SavedClassifier, CliError> {
-    let file = std::fs::File::open(model)
-        .map_err(|e| CliError::Usage(format!("cannot open model {}: {e}", model.display())))?;
-    let saved: SavedClassifier =
-        mondrian::persist::load(SAVED_KIND, std::io::BufReader::new(file))?;
+fn read_model(model: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(model)
+        .map_err(|e| CliError::Usage(format!("cannot open model {}: {e}", model.display())))
+}
+
+fn load_saved(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
+    let saved: SavedClassifier = mondrian::persist::load(SAVED_KIND, bytes)?;
     if saved.classes.len() != saved.forest.n_classes() {
         return Err(
             MondrianError::CorruptModel("class list does not match the model".into()).into(),
@@ -328,8 +376,31 @@ fn run_predict(
     output: Option<&Path>,
     proba: bool,
     threads: usize,
+    interval: Option<f64>,
 ) -> Result<(), CliError> {
-    let mut saved = load_saved(model)?;
+    let bytes = read_model(model)?;
+    let text = if mondrian::persist::kind_of(&bytes).as_deref() == Some(regression::SAVED_KIND) {
+        regression::predict_text(&bytes, input, threads, interval)?
+    } else {
+        classify_text(&bytes, input, proba, threads)?
+    };
+    match output {
+        Some(path) => std::fs::write(path, text).map_err(|source| CliError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn classify_text(
+    bytes: &[u8],
+    input: &Path,
+    proba: bool,
+    threads: usize,
+) -> Result<String, CliError> {
+    let mut saved = load_saved(bytes)?;
     saved.forest.set_n_threads(threads);
     let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
     let data = read_features(input, d)?;
@@ -351,14 +422,7 @@ fn run_predict(
             text.push('\n');
         }
     }
-    match output {
-        Some(path) => std::fs::write(path, text).map_err(|source| CliError::Write {
-            path: path.to_path_buf(),
-            source,
-        })?,
-        None => print!("{text}"),
-    }
-    Ok(())
+    Ok(text)
 }
 
 struct Evaluation {
@@ -385,6 +449,9 @@ fn evaluate(forest: &MondrianForestClassifier, test: &Labelled) -> Result<Evalua
 }
 
 fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<(), CliError> {
+    if args.task == Task::Regression {
+        return regression::run_eval(train, test, args, json);
+    }
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;
@@ -401,7 +468,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             "n_test": test_set.data.n_rows(),
             "n_features": train_set.data.n_features,
             "n_classes": values.len(),
-            "trees": args.trees,
+            "trees": args.n_trees(),
             "lifetime": lifetime_text(args.lifetime),
             "discount_factor": args.discount_factor,
             "gamma": forest.gamma(),
@@ -421,7 +488,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             ev.seconds,
             train_set.data.n_rows(),
             test_set.data.n_rows(),
-            args.trees,
+            args.n_trees(),
             s.depth_mean,
             s.depth_std
         );
@@ -587,7 +654,7 @@ fn run_curve(
         let out = serde_json::json!({
             "n_train": train_set.data.n_rows(),
             "n_test": test_set.data.n_rows(),
-            "trees": args.trees,
+            "trees": args.n_trees(),
             "lifetime": lifetime_text(args.lifetime),
             "discount_factor": args.discount_factor,
             "gamma": forest.gamma(),
@@ -639,7 +706,8 @@ fn run_demo() -> Result<(), CliError> {
         "seen", "accuracy", "log-loss", "train s"
     );
     let args = ForestArgs {
-        trees: 100,
+        task: Task::Classification,
+        trees: Some(100),
         lifetime: f64::INFINITY,
         discount_factor: 10.0,
         seed: 1,
@@ -647,8 +715,9 @@ fn run_demo() -> Result<(), CliError> {
         online: true,
         bagging: false,
         no_pause: false,
-        min_samples_split: 2,
+        min_samples_split: Some(2),
         branch_counts: BranchArg::Paper,
+        mode: ModeArg::Exact,
     };
     // Mini-batches that grow along the stream, so the early learning shows.
     let n = train.data.n_rows();
@@ -689,8 +758,9 @@ fn main() -> ExitCode {
             input,
             output,
             proba,
+            interval,
             threads,
-        } => run_predict(model, input, output.as_deref(), *proba, *threads),
+        } => run_predict(model, input, output.as_deref(), *proba, *threads, *interval),
         Command::Eval {
             train,
             test,

@@ -216,3 +216,115 @@ fn curve_reports_every_batch() {
     assert_eq!(steps.len(), 3);
     assert_eq!(steps[2]["n_seen"].as_u64(), Some(6));
 }
+
+/// y = 3·a − b + small noise-free wiggle on a grid: a smooth real target.
+fn regression_csv(n: usize, shift: f64) -> String {
+    let mut s = String::from("a,b,target\n");
+    for i in 0..n {
+        let a = (i as f64 * 0.37 + shift) % 1.0;
+        let b = (i as f64 * 0.61 + shift) % 1.0;
+        s.push_str(&format!(
+            "{a},{b},{}\n",
+            3.0 * a - b + 0.1 * (7.0 * a).sin()
+        ));
+    }
+    s
+}
+
+#[test]
+fn regression_eval_train_and_predict() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
+    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let out = mondrian()
+        .args(["eval", "--task", "regression", "--json", "--train"])
+        .arg(&train)
+        .arg("--test")
+        .arg(&test)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "rmse",
+        "nlpd",
+        "coverage_90",
+        "train_seconds",
+        "predict_seconds",
+    ] {
+        assert!(v[key].as_f64().is_some_and(f64::is_finite), "{key}: {v}");
+    }
+    // The target spans [−1, 3] with s.d. ≈ 0.95; a forest must do much better than that.
+    assert!(v["rmse"].as_f64().unwrap() < 0.5, "{v}");
+    assert_eq!(v["trees"], 10);
+    assert_eq!(v["n_test"], 100);
+
+    let model = dir.path().join("r.bin");
+    mondrian()
+        .args(["train", "--task", "regression", "--mode", "fast", "--train"])
+        .arg(&train)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let input = write(dir.path(), "in.csv", "a,b\n0.5,0.5\n40,40\n");
+    let pred = mondrian()
+        .args(["predict", "--interval", "0.9", "--model"])
+        .arg(&model)
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(pred.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("mean,std,lower,upper"));
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    // Far from the data the forest is less sure than at its centre.
+    assert!(rows[1][1] > rows[0][1], "{rows:?}");
+    assert!(rows[0][2] < rows[0][0] && rows[0][0] < rows[0][3]);
+}
+
+#[test]
+fn regression_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", "a,target\n0,1\n1,nan\n");
+    fails_with(
+        mondrian()
+            .args(["train", "--task", "regression", "--model", "m", "--train"])
+            .arg(&train),
+        "train.csv:3: column 2",
+    );
+    let good = write(dir.path(), "good.csv", &regression_csv(30, 0.0));
+    let model = dir.path().join("r.bin");
+    mondrian()
+        .args(["train", "--task", "regression", "--train"])
+        .arg(&good)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let wide = write(dir.path(), "wide.csv", "a,b,c\n1,2,3\n");
+    fails_with(
+        mondrian()
+            .args(["predict", "--model"])
+            .arg(&model)
+            .arg("--input")
+            .arg(&wide),
+        "3",
+    );
+    fails_with(
+        mondrian()
+            .args(["predict", "--interval", "1.5", "--model"])
+            .arg(&model)
+            .arg("--input")
+            .arg(&good),
+        "level",
+    );
+}

@@ -38,6 +38,15 @@ fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<()>
     })
 }
 
+/// The model kind named in the header of a saved file, if the header is well formed (for
+/// tools that accept several kinds).
+pub fn kind_of(bytes: &[u8]) -> Option<String> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let (&len, rest) = rest.get(4..)?.split_first()?;
+    rest.get(..len as usize)
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+}
+
 /// Reads a value of model kind `kind` written by [`save`].
 pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T> {
     let mut magic = [0u8; 8];

@@ -129,6 +129,7 @@ impl RegressionPrediction {
 /// # Ok::<(), mondrian::MondrianError>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "RegressorState")]
 pub struct MondrianForestRegressor {
     params: RegressorParams,
     store: PointStore<f64>,
@@ -143,6 +144,32 @@ pub struct MondrianForestRegressor {
     messages: Vec<Vec<Upward>>,
     #[serde(skip)]
     pool: Pool,
+}
+
+/// The stored fields of a regressor; θ and the messages are derived again on reading, so
+/// a regressor inside any serde structure comes back ready to predict.
+#[derive(Deserialize)]
+struct RegressorState {
+    params: RegressorParams,
+    store: PointStore<f64>,
+    labels: Moments,
+    trees: Vec<TreeUnit<TargetMoments>>,
+}
+
+impl From<RegressorState> for MondrianForestRegressor {
+    fn from(s: RegressorState) -> Self {
+        let mut model = MondrianForestRegressor {
+            pool: Pool::new(s.params.n_threads),
+            params: s.params,
+            store: s.store,
+            labels: s.labels,
+            trees: s.trees,
+            theta: None,
+            messages: Vec::new(),
+        };
+        model.refresh();
+        model
+    }
 }
 
 const MODEL_KIND: &str = "mondrian-forest-regressor";
@@ -422,7 +449,7 @@ impl MondrianForestRegressor {
 
     /// Reads a model written by [`save_to`](Self::save_to).
     pub fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
-        let mut model: Self = crate::persist::load(MODEL_KIND, reader)?;
+        let model: Self = crate::persist::load(MODEL_KIND, reader)?;
         model.params.validate()?;
         model.store.check()?;
         let d = model.store.n_features.unwrap_or(0);
@@ -431,8 +458,6 @@ impl MondrianForestRegressor {
                 "a tree does not match the forest's shape".into(),
             ));
         }
-        model.pool = Pool::new(model.params.n_threads);
-        model.refresh();
         Ok(model)
     }
 

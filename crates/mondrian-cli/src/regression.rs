@@ -1,0 +1,217 @@
+//! `--task regression`: train, predict and evaluate a `MondrianForestRegressor`.
+
+use std::path::Path;
+use std::time::Instant;
+
+use mondrian::{MondrianError, MondrianForestRegressor, RegressorParams, Scaling};
+use serde::{Deserialize, Serialize};
+
+use crate::io::{read_dataset, Dataset};
+use crate::{progress, training_ranges, with_summary, CliError, ForestArgs, ModeArg};
+
+/// What `mondrian train --task regression` saves.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct SavedRegressor {
+    pub(crate) feature_names: Vec<String>,
+    pub(crate) forest: MondrianForestRegressor,
+}
+
+pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
+
+/// Defaults of the regression forest (spec `mf-regression.md` §8): 10 trees, mss 10.
+const DEFAULT_TREES: usize = 10;
+const DEFAULT_MIN_SAMPLES_SPLIT: usize = 10;
+
+fn read_targets(path: &Path, n_features: Option<usize>) -> Result<Dataset, CliError> {
+    let data = read_dataset(path, n_features)?;
+    if data.n_rows() == 0 {
+        return Err(CliError::Usage(format!("{} holds no rows", path.display())));
+    }
+    Ok(data)
+}
+
+fn params_from(args: &ForestArgs, train: &Dataset) -> RegressorParams {
+    RegressorParams {
+        n_trees: args.trees.unwrap_or(DEFAULT_TREES),
+        min_samples_split: args.min_samples_split.unwrap_or(DEFAULT_MIN_SAMPLES_SPLIT),
+        mode: args.mode.into(),
+        seed: args.seed,
+        n_threads: args.threads,
+        bagging: args.bagging,
+        // Fixed from the whole training file, so batch and online runs see the same features.
+        scaling: Scaling::Ranges(training_ranges(train)),
+        ..Default::default()
+    }
+}
+
+/// Trains by batch `fit`, or point by point with `--online`.
+fn train_forest(
+    args: &ForestArgs,
+    train: &Dataset,
+) -> Result<(MondrianForestRegressor, f64), CliError> {
+    let mut forest = MondrianForestRegressor::new(params_from(args, train))?;
+    let d = train.n_features;
+    let start = Instant::now();
+    if args.online {
+        let bar = progress(train.n_rows() as u64, "online training");
+        for (i, (row, &y)) in train.x.chunks_exact(d).zip(&train.labels).enumerate() {
+            forest.partial_fit(row, d, &[y])?;
+            if i % 256 == 0 {
+                bar.set_position(i as u64);
+            }
+        }
+        bar.finish_and_clear();
+    } else {
+        forest.fit(&train.x, d, &train.labels)?;
+    }
+    Ok((forest, start.elapsed().as_secs_f64()))
+}
+
+pub(crate) fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {
+    let data = read_targets(train, None)?;
+    let (forest, secs) = train_forest(args, &data)?;
+    let saved = SavedRegressor {
+        feature_names: data.feature_names.clone(),
+        forest,
+    };
+    let file = std::fs::File::create(model).map_err(|source| CliError::Write {
+        path: model.to_path_buf(),
+        source,
+    })?;
+    mondrian::persist::save(&saved, SAVED_KIND, std::io::BufWriter::new(file))?;
+    let s = saved.forest.summary();
+    eprintln!(
+        "trained {} regression trees on {} rows × {} features in {secs:.2}s; {} nodes, saved to {}",
+        s.n_trees,
+        data.n_rows(),
+        data.n_features,
+        s.n_nodes,
+        model.display()
+    );
+    Ok(())
+}
+
+/// `mean,std` per row, optionally with a central interval at `level`.
+pub(crate) fn predict_text(
+    bytes: &[u8],
+    input: &Path,
+    threads: usize,
+    level: Option<f64>,
+) -> Result<String, CliError> {
+    let mut saved: SavedRegressor = mondrian::persist::load(SAVED_KIND, bytes)?;
+    saved.forest.set_n_threads(threads);
+    let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
+    let data = crate::io::read_features(input, d)?;
+    let p = saved.forest.predict(&data.x, d)?;
+    let std = p.std();
+    let mut text = String::from("mean,std");
+    let bounds = match level {
+        Some(level) => {
+            text.push_str(",lower,upper");
+            Some(p.interval(level)?)
+        }
+        None => None,
+    };
+    text.push('\n');
+    for i in 0..p.mean.len() {
+        text.push_str(&format!("{:.9},{:.9}", p.mean[i], std[i]));
+        if let Some((lo, hi)) = &bounds {
+            text.push_str(&format!(",{:.9},{:.9}", lo[i], hi[i]));
+        }
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+pub(crate) fn run_eval(
+    train: &Path,
+    test: &Path,
+    args: &ForestArgs,
+    json: bool,
+) -> Result<(), CliError> {
+    let train_set = read_targets(train, None)?;
+    let test_set = read_targets(test, Some(train_set.n_features))?;
+    if test_set.n_features != train_set.n_features {
+        return Err(CliError::Usage(format!(
+            "{} has {} features but the training data has {}",
+            test.display(),
+            test_set.n_features,
+            train_set.n_features
+        )));
+    }
+    let (forest, train_seconds) = train_forest(args, &train_set)?;
+    let d = test_set.n_features;
+    let start = Instant::now();
+    let p = forest.predict(&test_set.x, d)?;
+    let log_p = forest.log_density(&test_set.x, d, &test_set.labels)?;
+    let predict_seconds = start.elapsed().as_secs_f64();
+    let y = &test_set.labels;
+    let n = y.len() as f64;
+    let rmse = (p
+        .mean
+        .iter()
+        .zip(y)
+        .map(|(m, v)| (m - v).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    let nlpd = -log_p.iter().sum::<f64>() / n;
+    let coverage = |level: f64| -> Result<f64, CliError> {
+        let (lo, hi) = p.interval(level)?;
+        let inside = y
+            .iter()
+            .zip(lo.iter().zip(&hi))
+            .filter(|(v, (l, h))| **v >= **l && **v <= **h)
+            .count();
+        Ok(inside as f64 / n)
+    };
+    let coverage_90 = coverage(0.9)?;
+    let s = forest.summary();
+    let theta = forest.theta().ok_or(MondrianError::NotFitted)?;
+    if json {
+        let calibration: Vec<f64> = (1..=9)
+            .map(|z| coverage(z as f64 / 10.0).map(|c| c - z as f64 / 10.0))
+            .collect::<Result<_, _>>()?;
+        let out = serde_json::json!({
+            "rmse": rmse,
+            "nlpd": nlpd,
+            "coverage_90": coverage_90,
+            "calibration": calibration,
+            "train_seconds": train_seconds,
+            "predict_seconds": predict_seconds,
+            "n_train": train_set.n_rows(),
+            "n_test": test_set.n_rows(),
+            "n_features": d,
+            "trees": forest.params().n_trees,
+            "min_samples_split": forest.params().min_samples_split,
+            "mode": format!("{:?}", forest.params().mode),
+            "mu_h": theta.mu_h,
+            "gamma1": theta.gamma1,
+            "gamma2": theta.gamma2,
+            "noise_var": theta.noise_var,
+            "seed": args.seed,
+            "online": args.online,
+            "threads": args.threads,
+        });
+        println!("{}", with_summary(out, &s));
+    } else {
+        println!(
+            "rmse {rmse:.4}  nlpd {nlpd:.4}  coverage(90%) {coverage_90:.3}  train {train_seconds:.2}s ({})  predict {predict_seconds:.2}s  n_train {}  n_test {}  trees {}",
+            if args.online { "online" } else { "batch" },
+            train_set.n_rows(),
+            test_set.n_rows(),
+            forest.params().n_trees,
+        );
+    }
+    Ok(())
+}
+
+impl From<ModeArg> for mondrian::PredictionMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Exact => mondrian::PredictionMode::Exact,
+            ModeArg::Quadrature => mondrian::PredictionMode::ExactQuadrature,
+            ModeArg::Fast => mondrian::PredictionMode::Fast,
+        }
+    }
+}
