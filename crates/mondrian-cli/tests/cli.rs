@@ -310,7 +310,7 @@ fn regression_bad_input() {
         .arg(&model)
         .assert()
         .success();
-    let wide = write(dir.path(), "wide.csv", "a,b,c\n1,2,3\n");
+    let wide = write(dir.path(), "wide.csv", "a,b,c,d\n1,2,3,4\n");
     fails_with(
         mondrian()
             .args(["predict", "--model"])
