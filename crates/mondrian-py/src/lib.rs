@@ -5,10 +5,11 @@
 //! (see `python/mondrian_ml`).
 
 use mondrian::{
-    BranchCounts, ClassifierParams, FeatureValue, MondrianError, MondrianForestClassifier, Scaling,
+    BranchCounts, ClassifierParams, HyperSettings, MondrianError, MondrianForestClassifier,
+    MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams, Scaling,
 };
 use numpy::{
-    Element, IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
@@ -25,33 +26,49 @@ fn py_err(e: MondrianError) -> PyErr {
     }
 }
 
-/// A 2-D feature matrix borrowed from a numpy array, float64 or float32.
-enum Matrix<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
+/// A row-major feature buffer borrowed from a numpy array without copying it.
+enum Features<'a> {
+    F64(&'a [f64]),
+    F32(&'a [f32]),
 }
 
-impl<'py> Matrix<'py> {
-    fn extract(x: &Bound<'py, PyAny>) -> PyResult<Self> {
-        if let Ok(a) = x.extract::<PyReadonlyArray2<'py, f64>>() {
-            return Ok(Matrix::F64(a));
-        }
-        if let Ok(a) = x.extract::<PyReadonlyArray2<'py, f32>>() {
-            return Ok(Matrix::F32(a));
-        }
-        Err(PyTypeError::new_err(
-            "X must be a 2-D numpy array of float64 or float32",
-        ))
+/// Runs `body` on the buffer of `x` (a C-contiguous 2-D float64 or float32 array) with its
+/// row and column counts, after noting the buffer's address in `seen`.
+fn with_features<R>(
+    x: &Bound<'_, PyAny>,
+    seen: &AtomicUsize,
+    body: impl FnOnce(Features<'_>, usize, usize) -> PyResult<R>,
+) -> PyResult<R> {
+    fn parts<'a, T: Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize, usize)> {
+        let shape = a.shape();
+        let values = a
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("X must be C-contiguous (row-major)"))?;
+        Ok((values, shape[0], shape[1]))
     }
+    if let Ok(a) = x.extract::<PyReadonlyArray2<'_, f64>>() {
+        let (v, n, d) = parts(&a)?;
+        seen.store(v.as_ptr() as usize, Ordering::Relaxed);
+        return body(Features::F64(v), n, d);
+    }
+    if let Ok(a) = x.extract::<PyReadonlyArray2<'_, f32>>() {
+        let (v, n, d) = parts(&a)?;
+        seen.store(v.as_ptr() as usize, Ordering::Relaxed);
+        return body(Features::F32(v), n, d);
+    }
+    Err(PyTypeError::new_err(
+        "X must be a 2-D numpy array of float64 or float32",
+    ))
 }
 
-/// The row-major buffer of a C-contiguous array, without copying it.
-fn slice<'a, T: Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize, usize)> {
-    let shape = a.shape();
-    let values = a
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("X must be C-contiguous (row-major)"))?;
-    Ok((values, shape[0], shape[1]))
+/// `$body` with `$v` bound to the buffer in either precision.
+macro_rules! each_precision {
+    ($features:expr, $v:ident => $body:expr) => {
+        match $features {
+            Features::F64($v) => $body,
+            Features::F32($v) => $body,
+        }
+    };
 }
 
 fn labels(y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
@@ -95,10 +112,6 @@ struct ClassifierCore {
 }
 
 impl ClassifierCore {
-    fn note_input(&self, address: usize) {
-        self.last_input_address.store(address, Ordering::Relaxed);
-    }
-
     fn train(
         &mut self,
         py: Python<'_>,
@@ -107,35 +120,15 @@ impl ClassifierCore {
         batch: bool,
     ) -> PyResult<()> {
         let y = labels(y)?;
-        fn run<T: FeatureValue>(
-            model: &mut MondrianForestClassifier,
-            py: Python<'_>,
-            x: &[T],
-            d: usize,
-            y: &[usize],
-            batch: bool,
-        ) -> PyResult<()> {
-            py.detach(|| {
-                if batch {
-                    model.fit(x, d, y)
-                } else {
-                    model.partial_fit(x, d, y)
-                }
-            })
+        let model = &mut self.inner;
+        with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| if batch {
+                model.fit(v, d, &y)
+            } else {
+                model.partial_fit(v, d, &y)
+            }))
             .map_err(py_err)
-        }
-        match Matrix::extract(x)? {
-            Matrix::F64(a) => {
-                let (values, _, d) = slice(&a)?;
-                self.note_input(values.as_ptr() as usize);
-                run(&mut self.inner, py, values, d, &y, batch)
-            }
-            Matrix::F32(a) => {
-                let (values, _, d) = slice(&a)?;
-                self.note_input(values.as_ptr() as usize);
-                run(&mut self.inner, py, values, d, &y, batch)
-            }
-        }
+        })
     }
 }
 
@@ -233,19 +226,10 @@ impl ClassifierCore {
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let model = &self.inner;
-        let (proba, n) = match Matrix::extract(x)? {
-            Matrix::F64(a) => {
-                let (values, n, d) = slice(&a)?;
-                self.note_input(values.as_ptr() as usize);
-                (py.detach(|| model.predict_proba(values, d)), n)
-            }
-            Matrix::F32(a) => {
-                let (values, n, d) = slice(&a)?;
-                self.note_input(values.as_ptr() as usize);
-                (py.detach(|| model.predict_proba(values, d)), n)
-            }
-        };
-        let proba = proba.map_err(py_err)?;
+        let (proba, n) = with_features(x, &self.last_input_address, |f, n, d| {
+            let p = each_precision!(f, v => py.detach(|| model.predict_proba(v, d)));
+            Ok((p.map_err(py_err)?, n))
+        })?;
         let k = self.inner.n_classes();
         proba.into_pyarray(py).reshape([n, k])
     }
@@ -300,17 +284,7 @@ impl ClassifierCore {
 
     /// Size and depth statistics as a dict.
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.summary();
-        let d = PyDict::new(py);
-        d.set_item("n_trees", s.n_trees)?;
-        d.set_item("n_nodes", s.n_nodes)?;
-        d.set_item("n_leaves", s.n_leaves)?;
-        d.set_item("depth_mean", s.depth_mean)?;
-        d.set_item("depth_std", s.depth_std)?;
-        d.set_item("bytes_per_node", s.bytes_per_node)?;
-        d.set_item("store_bytes", s.store_bytes)?;
-        d.set_item("total_bytes", s.total_bytes)?;
-        Ok(d)
+        summary_dict(py, &self.inner.summary())
     }
 
     /// The model in the library's file format (the same bytes `mondrian` saves).
@@ -352,10 +326,290 @@ impl ClassifierCore {
     }
 }
 
+/// The Rust Mondrian forest regressor (spec `mf-regression.md`).
+#[pyclass(module = "mondrian_ml._core")]
+struct RegressorCore {
+    inner: MondrianForestRegressor,
+    /// Address of the last feature buffer read (zero-copy tests).
+    last_input_address: AtomicUsize,
+}
+
+fn targets(y: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
+    y.as_array().iter().copied().collect()
+}
+
+impl RegressorCore {
+    fn wrap(inner: MondrianForestRegressor) -> Self {
+        RegressorCore {
+            inner,
+            last_input_address: AtomicUsize::new(0),
+        }
+    }
+
+    fn train(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: &PyReadonlyArray1<'_, f64>,
+        batch: bool,
+    ) -> PyResult<()> {
+        let y = targets(y);
+        let model = &mut self.inner;
+        with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| if batch {
+                model.fit(v, d, &y)
+            } else {
+                model.partial_fit(v, d, &y)
+            }))
+            .map_err(py_err)
+        })
+    }
+}
+
+#[pymethods]
+impl RegressorCore {
+    /// Builds an unfitted forest. `mode` is "exact", "quadrature" or "fast"; `noise` is
+    /// "thesis", "reference" or a known noise variance; `scaling` as for the classifier.
+    #[new]
+    #[pyo3(signature = (
+        n_trees = 10,
+        min_samples_split = 10,
+        mode = "exact",
+        seed = 0,
+        n_threads = 1,
+        bagging = false,
+        scaling = None,
+        k_cap = 2000.0,
+        gamma2_divisor = 20.0,
+        gamma2 = None,
+        noise = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        n_trees: usize,
+        min_samples_split: usize,
+        mode: &str,
+        seed: u64,
+        n_threads: usize,
+        bagging: bool,
+        scaling: Option<&Bound<'_, PyAny>>,
+        k_cap: f64,
+        gamma2_divisor: f64,
+        gamma2: Option<f64>,
+        noise: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mode = match mode {
+            "exact" => PredictionMode::Exact,
+            "quadrature" => PredictionMode::ExactQuadrature,
+            "fast" => PredictionMode::Fast,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be 'exact', 'quadrature' or 'fast', not {other:?}"
+                )))
+            }
+        };
+        let noise = match noise {
+            None => NoiseRule::Thesis,
+            Some(n) => match n.extract::<f64>() {
+                Ok(v) => NoiseRule::Fixed(v),
+                Err(_) => match n.extract::<String>()?.as_str() {
+                    "thesis" => NoiseRule::Thesis,
+                    "reference" => NoiseRule::Reference,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "noise must be 'thesis', 'reference' or a variance, not {other:?}"
+                        )))
+                    }
+                },
+            },
+        };
+        let params = RegressorParams {
+            n_trees,
+            min_samples_split,
+            mode,
+            hyper: HyperSettings {
+                k_cap,
+                gamma2_divisor,
+                gamma2,
+                noise,
+                ..Default::default()
+            },
+            seed,
+            n_threads,
+            bagging,
+            scaling: parse_scaling(scaling)?,
+        };
+        Ok(Self::wrap(
+            MondrianForestRegressor::new(params).map_err(py_err)?,
+        ))
+    }
+
+    /// Batch training on a C-contiguous float64/float32 matrix and float64 targets.
+    fn fit(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        self.train(py, x, &y, true)
+    }
+
+    /// Online training on a mini-batch, in row order.
+    fn partial_fit(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        self.train(py, x, &y, false)
+    }
+
+    /// Online training on one point given as a list of floats.
+    fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: f64) -> PyResult<()> {
+        let d = x.len();
+        let model = &mut self.inner;
+        py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
+    }
+
+    /// Predictive means and variances, two arrays of length n_rows.
+    #[allow(clippy::type_complexity)]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let model = &self.inner;
+        let p = with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
+        })?;
+        Ok((p.mean.into_pyarray(py), p.variance.into_pyarray(py)))
+    }
+
+    /// Predictive mean and variance of one point given as a list of floats.
+    fn predict_one(&self, py: Python<'_>, x: Vec<f64>) -> PyResult<(f64, f64)> {
+        let d = x.len();
+        let model = &self.inner;
+        let p = py.detach(|| model.predict(&x, d)).map_err(py_err)?;
+        Ok((p.mean[0], p.variance[0]))
+    }
+
+    /// log p(y | x) of the full forest mixture per row.
+    fn log_density<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let y = targets(&y);
+        let model = &self.inner;
+        let out = with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.log_density(v, d, &y))).map_err(py_err)
+        })?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Worker threads for training and prediction (0: every core).
+    fn set_n_threads(&mut self, n_threads: usize) {
+        self.inner.set_n_threads(n_threads);
+    }
+
+    /// Worker threads in use (0: every core).
+    #[getter]
+    fn n_threads(&self) -> usize {
+        self.inner.params().n_threads
+    }
+
+    /// Number of features, once trained.
+    #[getter]
+    fn n_features(&self) -> Option<usize> {
+        self.inner.n_features()
+    }
+
+    /// Training points seen so far.
+    #[getter]
+    fn n_samples_seen(&self) -> usize {
+        self.inner.n_samples_seen()
+    }
+
+    /// Address of the last feature buffer the model read (for zero-copy tests).
+    #[getter]
+    fn _last_input_address(&self) -> usize {
+        self.last_input_address.load(Ordering::Relaxed)
+    }
+
+    /// The hyper-parameters θ in use (after training) as a dict.
+    fn theta<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(t) = self.inner.theta() else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("mu_h", t.mu_h)?;
+        d.set_item("gamma1", t.gamma1)?;
+        d.set_item("gamma2", t.gamma2)?;
+        d.set_item("noise_var", t.noise_var)?;
+        Ok(Some(d))
+    }
+
+    /// Size and depth statistics as a dict.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        summary_dict(py, &self.inner.summary())
+    }
+
+    /// The model in the library's file format.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.inner.to_bytes().map_err(py_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A model from [`to_bytes`](Self::to_bytes) or a file saved by the library.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(Self::wrap(
+            MondrianForestRegressor::from_bytes(data).map_err(py_err)?,
+        ))
+    }
+
+    /// Saves to a file in the library's format.
+    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+        self.inner.save(path).map_err(py_err)
+    }
+
+    /// Loads a file saved by the library.
+    #[staticmethod]
+    fn load(path: std::path::PathBuf) -> PyResult<Self> {
+        Ok(Self::wrap(
+            MondrianForestRegressor::load(path).map_err(py_err)?,
+        ))
+    }
+
+    /// Pickling goes through the library's checksummed format.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let constructor = slf.get_type().getattr("from_bytes")?;
+        let bytes = slf.borrow().to_bytes(slf.py())?;
+        Ok((constructor, (bytes,)))
+    }
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("n_trees", s.n_trees)?;
+    d.set_item("n_nodes", s.n_nodes)?;
+    d.set_item("n_leaves", s.n_leaves)?;
+    d.set_item("depth_mean", s.depth_mean)?;
+    d.set_item("depth_std", s.depth_std)?;
+    d.set_item("bytes_per_node", s.bytes_per_node)?;
+    d.set_item("store_bytes", s.store_bytes)?;
+    d.set_item("total_bytes", s.total_bytes)?;
+    Ok(d)
+}
+
 /// The compiled core of `mondrian_ml`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ClassifierCore>()?;
+    m.add_class::<RegressorCore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

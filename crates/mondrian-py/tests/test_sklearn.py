@@ -191,8 +191,10 @@ def test_docstring_examples_run():
 
     import mondrian_ml
     import mondrian_ml._classifier
+    import mondrian_ml._regressor
 
-    for module in (mondrian_ml, mondrian_ml._classifier):
+    for module in (mondrian_ml, mondrian_ml._classifier, mondrian_ml._regressor):
         result = doctest.testmod(module)
         assert result.failed == 0
     assert doctest.testmod(mondrian_ml._classifier).attempted >= 3
+    assert doctest.testmod(mondrian_ml._regressor).attempted >= 3

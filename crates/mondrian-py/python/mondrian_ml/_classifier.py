@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._base import _FLOATS, _MondrianBase
 from ._core import ClassifierCore
-
-_FLOATS = [np.float64, np.float32]
 
 
 def _label_array(labels):
@@ -29,7 +26,7 @@ def _label_array(labels):
     return arr
 
 
-class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
+class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     """Online Mondrian forest classifier (Lakshminarayanan, Roy & Teh, 2014).
 
     Trees follow a Mondrian process restricted to the data; training online with
@@ -134,42 +131,6 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ parameters
 
-    def _n_threads(self):
-        n_jobs = self.n_jobs
-        if n_jobs is None:
-            return 1
-        if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
-            raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-        if n_jobs < 0:
-            return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
-        return int(n_jobs)
-
-    def _seed(self):
-        rs = self.random_state
-        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
-            if rs < 0:
-                raise ValueError(f"random_state must be non-negative, got {rs}")
-            return int(rs) % (1 << 64)
-        return int(check_random_state(rs).randint(0, np.iinfo(np.int64).max, dtype=np.int64))
-
-    def _scaling(self, n_features):
-        ranges = self.feature_ranges
-        if ranges is None:
-            return None
-        if isinstance(ranges, str):
-            if ranges != "identity":
-                raise ValueError(
-                    f"feature_ranges must be None, 'identity' or (min, max) pairs, got {ranges!r}"
-                )
-            return "identity"
-        arr = np.asarray(ranges, dtype=np.float64)
-        if arr.shape != (n_features, 2):
-            raise ValueError(
-                f"feature_ranges must have shape (n_features, 2) = ({n_features}, 2), "
-                f"got {arr.shape}"
-            )
-        return [(float(lo), float(hi)) for lo, hi in arr]
-
     def _check_params(self):
         def integer(name, low):
             v = getattr(self, name)
@@ -205,18 +166,6 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
             n_classes=n_classes,
             scaling=self._scaling(n_features),
         )
-
-    def _core_for_use(self):
-        """The fitted core, with the thread count of the current ``n_jobs``."""
-        core = self._core
-        threads = self._n_threads()
-        if core.n_threads != threads:
-            core.set_n_threads(threads)
-        return core
-
-    def __sklearn_is_fitted__(self):
-        core = getattr(self, "_core", None)
-        return core is not None and core.n_features is not None
 
     # ------------------------------------------------------------------ labels
 
@@ -314,33 +263,6 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ river
 
-    def _fitted_names(self):
-        """Dict keys that map to the columns: the DataFrame's column names, if any."""
-        names = getattr(self, "feature_names_in_", None)
-        return None if names is None else list(names)
-
-    def _row_of(self, x):
-        names = self._river_names
-        if names is None:
-            raise ValueError(
-                "this model was trained on arrays without feature names, so it cannot read "
-                "dicts; train it with learn_one or on a DataFrame with string column names"
-            )
-        try:
-            row = [float(x[name]) for name in names]
-        except KeyError as e:
-            raise ValueError(f"feature {e.args[0]!r} is missing from x") from None
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"features must be numbers: {e}") from None
-        if len(x) != len(names):
-            known = set(names)
-            extra = [k for k in x if k not in known]
-            raise ValueError(
-                f"features {extra!r} were not in the first example; the forest's "
-                "dimension is fixed by its first example"
-            )
-        return row
-
     def learn_one(self, x, y):
         """Learns one example: ``x`` a dict of feature name → number, ``y`` a label.
 
@@ -376,6 +298,10 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
             self._set_classes(classes_before)
             raise
 
+    @property
+    def _multiclass(self):
+        return True
+
     def predict_proba_one(self, x):
         """Class probabilities of one example as a dict label → probability (empty before
         any training, as river expects)."""
@@ -390,46 +316,6 @@ class MondrianForestClassifier(ClassifierMixin, BaseEstimator):
         if not proba:
             return None
         return max(proba, key=proba.get)
-
-    # river reads these: a supervised multi-class classifier, and its memory in bytes.
-    @property
-    def _supervised(self):
-        return True
-
-    @property
-    def _multiclass(self):
-        return True
-
-    @property
-    def _raw_memory_usage(self):
-        return self._core.summary()["total_bytes"] if self.__sklearn_is_fitted__() else 0
-
-    def clone(self, new_params=None, include_attributes=False):
-        """An unfitted copy with the same parameters, updated by ``new_params`` (river's
-        ``Estimator.clone``; ``include_attributes=True`` copies the trained model too)."""
-        import copy
-
-        from sklearn.base import clone as sk_clone
-
-        twin = copy.deepcopy(self) if include_attributes else sk_clone(self)
-        if new_params:
-            twin.set_params(**new_params)
-        return twin
-
-    # ------------------------------------------------------------------ model
-
-    def summary(self):
-        """Size and shape of the fitted forest: nodes, leaves, depth, bytes per node."""
-        check_is_fitted(self)
-        return self._core.summary()
-
-    def save(self, path):
-        """Saves the forest in the library's file format (the same as the Rust
-        ``MondrianForestClassifier::save``). Labels and feature names are not part of that
-        format; use pickle to keep the whole estimator."""
-        check_is_fitted(self)
-        self._core.save(os.fspath(path))
-
 
 def sorted_labels(labels):
     """New labels of one batch, sorted when they are comparable."""

@@ -1,0 +1,218 @@
+"""The Mondrian forest regressor: a scikit-learn regressor and a river regressor."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import ndtri
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import _FLOATS, _MondrianBase
+from ._core import RegressorCore
+
+
+class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
+    """Mondrian forest regression with calibrated predictive uncertainty
+    (Lakshminarayanan, Roy & Teh, 2016).
+
+    Each tree carries a Gaussian hierarchy over its node means, updated by exact belief
+    propagation. Prediction at any x mixes the posterior at its leaf with the posteriors of
+    nodes a new split could have inserted above the path ("branch-off"), so the predictive
+    variance grows away from the training data and, far from it, returns to the prior
+    N(mean(y), var(y)). Trees trained online (``partial_fit``, ``learn_one``) have the
+    distribution of trees trained in one batch.
+
+    Parameters
+    ----------
+    n_estimators : int, default=10
+        Number of trees.
+    min_samples_split : int, default=10
+        Blocks with fewer points are leaves (paused online until they have enough).
+    mode : {"exact", "quadrature", "fast"}, default="exact"
+        ``"exact"``: belief propagation and the branch-off node's posterior at its expected
+        insertion time. ``"quadrature"``: the same averaged over that time by 16-point
+        Gauss–Legendre quadrature. ``"fast"``: each node predicts the mean and variance of
+        its training targets (plus noise); updates cost O(depth), suited to streams.
+    noise : "thesis", "reference" or float, default="thesis"
+        The noise variance σ²: the thesis' rule 2s²/(K+2), the authors' code's s²/K, or a
+        known value (s² is the target variance, K = min(k_cap, 2N)).
+    k_cap : float, default=2000
+        Cap of K in the noise rule.
+    gamma2_divisor : float, default=20
+        The time scale is γ2 = n_features / (gamma2_divisor · log2 N).
+    bagging : bool, default=False
+        Online bagging: each tree takes each example a Poisson(1) number of times.
+    feature_ranges : None, "identity" or array-like of shape (n_features, 2), default=None
+        As for :class:`MondrianForestClassifier`: min–max scaling from the first training
+        call, given ranges, or none.
+    n_jobs : int, default=None
+        Threads (None: 1, -1: all cores); the model does not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    theta_ : dict
+        The hyper-parameters in use: ``mu_h``, ``gamma1``, ``gamma2``, ``noise_var``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian_ml import MondrianForestRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((300, 1))
+    >>> y = np.sin(6 * X[:, 0]) + 0.1 * rng.standard_normal(300)
+    >>> reg = MondrianForestRegressor(random_state=0).fit(X, y)
+    >>> mean, std = reg.predict([[0.5], [3.0]], return_std=True)
+    >>> bool(std[1] > std[0])
+    True
+    """
+
+    def __init__(
+        self,
+        n_estimators=10,
+        *,
+        min_samples_split=10,
+        mode="exact",
+        noise="thesis",
+        k_cap=2000.0,
+        gamma2_divisor=20.0,
+        bagging=False,
+        feature_ranges=None,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.n_estimators = n_estimators
+        self.min_samples_split = min_samples_split
+        self.mode = mode
+        self.noise = noise
+        self.k_cap = k_cap
+        self.gamma2_divisor = gamma2_divisor
+        self.bagging = bagging
+        self.feature_ranges = feature_ranges
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _new_core(self, n_features):
+        for name, low in (("n_estimators", 1), ("min_samples_split", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
+        if self.mode not in ("exact", "quadrature", "fast"):
+            raise ValueError(f"mode must be 'exact', 'quadrature' or 'fast', got {self.mode!r}")
+        noise = self.noise
+        if isinstance(noise, numbers.Real) and not isinstance(noise, bool):
+            noise = float(noise)
+        elif noise not in ("thesis", "reference"):
+            raise ValueError(f"noise must be 'thesis', 'reference' or a variance, got {noise!r}")
+        return RegressorCore(
+            n_trees=int(self.n_estimators),
+            min_samples_split=int(self.min_samples_split),
+            mode=self.mode,
+            seed=self._seed(),
+            n_threads=self._n_threads(),
+            bagging=bool(self.bagging),
+            scaling=self._scaling(n_features),
+            k_cap=float(self.k_cap),
+            gamma2_divisor=float(self.gamma2_divisor),
+            noise=noise,
+        )
+
+    @property
+    def theta_(self):
+        check_is_fitted(self)
+        return self._core.theta()
+
+    def fit(self, X, y):
+        """Trains a new forest on ``X`` (n_samples, n_features) and real targets ``y``."""
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True)
+        core = self._new_core(X.shape[1])
+        core.fit(X, np.ascontiguousarray(y, dtype=np.float64))
+        self._core = core
+        self._river_names = self._fitted_names()
+        return self
+
+    def partial_fit(self, X, y):
+        """Extends the forest online with a mini-batch, in row order. The first call fixes
+        the number of features and (unless ``feature_ranges`` is given) the scaling."""
+        first = not self.__sklearn_is_fitted__()
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=first)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if first:
+            core = self._new_core(X.shape[1])
+            core.partial_fit(X, y)
+            self._core = core
+            self._river_names = self._fitted_names()
+        else:
+            self._core_for_use().partial_fit(X, y)
+        return self
+
+    def _moments(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        return self._core_for_use().predict(X)
+
+    def predict(self, X, return_std=False):
+        """Predictive mean of each row; with ``return_std=True`` also the predictive
+        standard deviation (the convention of GaussianProcessRegressor)."""
+        mean, var = self._moments(X)
+        if return_std:
+            return mean, np.sqrt(var)
+        return mean
+
+    def predict_interval(self, X, level=0.9):
+        """Central predictive interval ``(lower, upper)`` at ``level`` per row: mean ±
+        z·std, the Gaussian moment match of the forest's mixture."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        mean, var = self._moments(X)
+        half = ndtri(0.5 + level / 2) * np.sqrt(var)
+        return mean - half, mean + half
+
+    def log_density(self, X, y):
+        """log p(y | x) of the forest's full predictive mixture per row (the negative of
+        the NLPD summand)."""
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=False)
+        return self._core_for_use().log_density(X, np.ascontiguousarray(y, dtype=np.float64))
+
+    # ------------------------------------------------------------------ river
+
+    def learn_one(self, x, y):
+        """Learns one example: ``x`` a dict of feature name → number, ``y`` a number."""
+        if not self.__sklearn_is_fitted__():
+            names = list(x)
+            if not names:
+                raise ValueError("x has no features")
+            self._river_names = names
+            row = self._row_of(x)
+            core = self._new_core(len(names))
+            core.partial_fit_one(row, float(y))
+            self._core = core
+            self.n_features_in_ = len(names)
+            if all(isinstance(n, str) for n in names):
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            return
+        self._core.partial_fit_one(self._row_of(x), float(y))
+
+    def predict_one(self, x):
+        """Predictive mean of one example (0.0 before any training, as river's regressors
+        do)."""
+        if not self.__sklearn_is_fitted__():
+            return 0.0
+        return self._core.predict_one(self._row_of(x))[0]
+
+
+def _register_with_river():
+    try:
+        from river import base
+    except ImportError:  # river is optional
+        return
+    base.Regressor.register(MondrianForestRegressor)
+
+
+_register_with_river()

@@ -1,0 +1,150 @@
+"""MondrianForestRegressor: scikit-learn and river interfaces, uncertainty, persistence,
+equality with the Rust library through the `mondrian` command, bad input."""
+
+import copy
+import pickle
+import subprocess
+
+import numpy as np
+import pytest
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from mondrian_ml import MondrianForestRegressor
+
+from test_consistency import mondrian_bin
+
+
+def wave(n, seed, noise=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    y = np.sin(6 * X[:, 0]) + X[:, 1] + noise * rng.standard_normal(n)
+    return X, y
+
+
+# As for the classifier, every check applies and passes except the array-API one, which
+# scikit-learn skips unless SCIPY_ARRAY_API is set.
+@parametrize_with_checks([MondrianForestRegressor(random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("mode", ["exact", "quadrature", "fast"])
+def test_uncertainty_grows_away_from_the_data(mode):
+    X, y = wave(800, 1)
+    reg = MondrianForestRegressor(n_estimators=20, mode=mode, random_state=0).fit(X, y)
+    mean, std = reg.predict([[0.5, 0.5], [3.0, 3.0], [1e6, -1e6]], return_std=True)
+    # Less sure away from the data. (Not necessarily monotone up to the far field: the
+    # spread of the branch-off components' means adds to the variance on the way.)
+    assert std[0] < std[1]
+    # Far away: the prior N(mean(y), var(y)) (plus the noise in fast mode).
+    assert abs(mean[2] - y.mean()) < 1e-6 * abs(y.mean())
+    theta = reg.theta_
+    far_var = y.var() + (theta["noise_var"] if mode == "fast" else 0.0)
+    assert abs(std[2] ** 2 - far_var) < 1e-6 * far_var
+
+
+def test_accuracy_intervals_and_density():
+    X, y = wave(2000, 2)
+    Xt, yt = wave(1000, 3)
+    reg = MondrianForestRegressor(n_estimators=10, mode="fast", random_state=0).fit(X, y)
+    rmse = np.sqrt(np.mean((reg.predict(Xt) - yt) ** 2))
+    assert rmse < 0.35 * yt.std()
+    lo, hi = reg.predict_interval(Xt, 0.9)
+    coverage = np.mean((yt >= lo) & (yt <= hi))
+    assert abs(coverage - 0.9) <= 0.1  # spec T17's tolerance for the fast mode
+    logp = reg.log_density(Xt, yt)
+    assert logp.shape == (1000,) and np.all(np.isfinite(logp))
+    assert reg.score(Xt, yt) > 0.8
+
+
+def test_pipeline_and_cross_validation():
+    X, y = wave(300, 4)
+    pipe = make_pipeline(StandardScaler(), MondrianForestRegressor(random_state=0))
+    assert cross_val_score(pipe, X, y, cv=3).mean() > 0.5
+
+
+def test_partial_fit_stream_and_learn_one_agree():
+    X, y = wave(300, 5)
+    ranges = [(0.0, 1.0), (0.0, 1.0)]
+    a = MondrianForestRegressor(mode="fast", feature_ranges=ranges, random_state=3)
+    b = MondrianForestRegressor(mode="fast", feature_ranges=ranges, random_state=3)
+    for row, target in zip(X, y):
+        a.partial_fit(row[None, :], [target])
+        b.learn_one({"u": row[0], "v": row[1]}, target)
+    Xt, _ = wave(50, 6)
+    np.testing.assert_array_equal(a.predict(Xt), b.predict(Xt))
+    assert b.predict_one({"v": 0.3, "u": 0.2}) == pytest.approx(b.predict([[0.2, 0.3]])[0])
+    assert list(b.feature_names_in_) == ["u", "v"]
+
+
+def test_river_progressive_validation():
+    river = pytest.importorskip("river")
+    from river import datasets, evaluate, metrics
+
+    model = MondrianForestRegressor(mode="fast", random_state=0)
+    assert MondrianForestRegressor().predict_one({"a": 1.0}) == 0.0
+    result = evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    # The approval rate moves within about 37–48 %: an MAE of a few points is learning.
+    assert result.get() < 2.0, result
+
+
+def test_pickle_and_zero_copy():
+    X, y = wave(200, 7)
+    X32 = X.astype(np.float32)
+    reg = MondrianForestRegressor(random_state=0).fit(X32, y)
+    assert reg._core._last_input_address == X32.__array_interface__["data"][0]
+    back = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(back.predict(X32), reg.predict(X32))
+    twin = copy.deepcopy(reg)
+    np.testing.assert_array_equal(twin.predict(X), reg.predict(X))
+
+
+def test_predictions_equal_the_cli(tmp_path):
+    X, y = wave(400, 8)
+    Xt, yt = wave(60, 9)
+    for path, A, b in ((tmp_path / "train.csv", X, y), (tmp_path / "test.csv", Xt, yt)):
+        with open(path, "w") as f:
+            f.write("a,b,target\n")
+            for row, target in zip(A, b):
+                f.write(f"{float(row[0])!r},{float(row[1])!r},{float(target)!r}\n")
+    exe = mondrian_bin()
+    model = tmp_path / "r.bin"
+    subprocess.run(
+        [exe, "train", "--task", "regression", "--trees", "7", "--seed", "11",
+         "--train", tmp_path / "train.csv", "--model", model],
+        check=True, capture_output=True,
+    )
+    out = subprocess.run(
+        [exe, "predict", "--model", model, "--input", tmp_path / "test.csv"],
+        check=True, capture_output=True, text=True,
+    ).stdout.splitlines()
+    assert out[0] == "mean,std"
+    cli = np.array([[float(v) for v in line.split(",")] for line in out[1:]])
+    mean, std = MondrianForestRegressor(n_estimators=7, random_state=11).fit(X, y).predict(
+        Xt, return_std=True
+    )
+    np.testing.assert_allclose(mean, cli[:, 0], atol=1e-8)  # the CLI prints 9 decimals
+    np.testing.assert_allclose(std, cli[:, 1], atol=1e-8)
+
+
+def test_bad_input():
+    X, y = wave(50, 10)
+    with pytest.raises(ValueError, match="(?i)nan|infinity"):
+        MondrianForestRegressor().fit(X, np.where(np.arange(50) == 3, np.nan, y))
+    with pytest.raises(ValueError, match="2D array"):
+        MondrianForestRegressor().fit(X[:, 0], y)
+    reg = MondrianForestRegressor().fit(X, y)
+    with pytest.raises(ValueError, match="2 features"):
+        reg.predict(X[:, :1])
+    with pytest.raises(ValueError, match="level"):
+        reg.predict_interval(X, 1.0)
+    for params in ({"mode": "slow"}, {"noise": "big"}, {"noise": -1.0}, {"n_estimators": 0}):
+        with pytest.raises(ValueError):
+            MondrianForestRegressor(**params).fit(X, y)
+    before = reg.predict(X)
+    with pytest.raises(ValueError):
+        reg.partial_fit(X, np.full(50, np.inf))
+    np.testing.assert_array_equal(reg.predict(X), before)
