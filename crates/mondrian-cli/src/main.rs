@@ -295,6 +295,34 @@ fn progress(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Runs `train(None)` (one batch call) or, with `online`, `train(Some(i))` for every row in
+/// order behind a progress bar; returns the seconds taken.
+fn timed_training<E>(
+    online: bool,
+    n_rows: usize,
+    what: &str,
+    mut train: impl FnMut(Option<usize>) -> Result<(), E>,
+) -> Result<f64, E> {
+    let start = Instant::now();
+    if online {
+        let bar = progress(n_rows as u64, "online training");
+        for i in 0..n_rows {
+            train(Some(i))?;
+            if i % 256 == 0 {
+                bar.set_position(i as u64);
+            }
+        }
+        bar.finish_and_clear();
+    } else {
+        let bar = ProgressBar::new_spinner();
+        bar.set_message(what.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        train(None)?;
+        bar.finish_and_clear();
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
 /// Trains by batch `fit`, or point by point through `partial_fit` with `--online`.
 fn train_forest(
     args: &ForestArgs,
@@ -304,25 +332,17 @@ fn train_forest(
     let params = params_from(args, &train.data, n_classes);
     let mut forest = MondrianForestClassifier::new(params)?;
     let d = train.data.n_features;
-    let start = Instant::now();
-    if args.online {
-        let n = train.data.n_rows();
-        let bar = progress(n as u64, "online training");
-        for (i, (row, &y)) in train.data.x.chunks_exact(d).zip(&train.classes).enumerate() {
-            forest.partial_fit(row, d, &[y])?;
-            if i % 256 == 0 {
-                bar.set_position(i as u64);
-            }
-        }
-        bar.finish_and_clear();
-    } else {
-        let bar = ProgressBar::new_spinner();
-        bar.set_message(format!("fitting {} trees", args.n_trees()));
-        bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        forest.fit(&train.data.x, d, &train.classes)?;
-        bar.finish_and_clear();
-    }
-    Ok((forest, start.elapsed().as_secs_f64()))
+    let (x, y) = (&train.data.x, &train.classes);
+    let secs = timed_training(
+        args.online,
+        train.data.n_rows(),
+        &format!("fitting {} trees", args.n_trees()),
+        |row| match row {
+            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            None => forest.fit(x, d, y),
+        },
+    )?;
+    Ok((forest, secs))
 }
 
 fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {

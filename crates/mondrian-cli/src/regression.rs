@@ -7,7 +7,7 @@ use mondrian::{MondrianError, MondrianForestRegressor, RegressorParams, Scaling}
 use serde::{Deserialize, Serialize};
 
 use crate::io::{read_dataset, Dataset};
-use crate::{progress, training_ranges, with_summary, CliError, ForestArgs, ModeArg};
+use crate::{timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg};
 
 /// What `mondrian train --task regression` saves.
 #[derive(Serialize, Deserialize)]
@@ -51,20 +51,17 @@ fn train_forest(
 ) -> Result<(MondrianForestRegressor, f64), CliError> {
     let mut forest = MondrianForestRegressor::new(params_from(args, train))?;
     let d = train.n_features;
-    let start = Instant::now();
-    if args.online {
-        let bar = progress(train.n_rows() as u64, "online training");
-        for (i, (row, &y)) in train.x.chunks_exact(d).zip(&train.labels).enumerate() {
-            forest.partial_fit(row, d, &[y])?;
-            if i % 256 == 0 {
-                bar.set_position(i as u64);
-            }
-        }
-        bar.finish_and_clear();
-    } else {
-        forest.fit(&train.x, d, &train.labels)?;
-    }
-    Ok((forest, start.elapsed().as_secs_f64()))
+    let (x, y) = (&train.x, &train.labels);
+    let secs = timed_training(
+        args.online,
+        train.n_rows(),
+        "fitting regression trees",
+        |row| match row {
+            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            None => forest.fit(x, d, y),
+        },
+    )?;
+    Ok((forest, secs))
 }
 
 pub(crate) fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {

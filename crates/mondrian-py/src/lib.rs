@@ -186,10 +186,9 @@ impl ClassifierCore {
             n_classes,
             scaling: parse_scaling(scaling)?,
         };
-        Ok(ClassifierCore {
-            inner: MondrianForestClassifier::new(params).map_err(py_err)?,
-            last_input_address: AtomicUsize::new(0),
-        })
+        Ok(Self::wrap(
+            MondrianForestClassifier::new(params).map_err(py_err)?,
+        ))
     }
 
     /// Batch training on a C-contiguous float64/float32 matrix and int64 class indices.
@@ -241,88 +240,16 @@ impl ClassifierCore {
         py.detach(|| model.predict_proba(&x, d)).map_err(py_err)
     }
 
-    /// Worker threads for training and prediction (0: every core). Never changes the model.
-    fn set_n_threads(&mut self, n_threads: usize) {
-        self.inner.set_n_threads(n_threads);
-    }
-
-    /// Worker threads in use (0: every core).
-    #[getter]
-    fn n_threads(&self) -> usize {
-        self.inner.params().n_threads
-    }
-
-    /// Number of features, once trained.
-    #[getter]
-    fn n_features(&self) -> Option<usize> {
-        self.inner.n_features()
-    }
-
     /// Number of classes K the trees hold.
     #[getter]
     fn n_classes(&self) -> usize {
         self.inner.n_classes()
     }
 
-    /// Training points seen so far (bagging copies not counted).
-    #[getter]
-    fn n_samples_seen(&self) -> usize {
-        self.inner.n_samples_seen()
-    }
-
     /// The discount rate γ in use.
     #[getter]
     fn gamma(&self) -> f64 {
         self.inner.gamma()
-    }
-
-    /// Address of the last feature buffer the model read (for zero-copy tests).
-    #[getter]
-    fn _last_input_address(&self) -> usize {
-        self.last_input_address.load(Ordering::Relaxed)
-    }
-
-    /// Size and depth statistics as a dict.
-    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        summary_dict(py, &self.inner.summary())
-    }
-
-    /// The model in the library's file format (the same bytes `mondrian` saves).
-    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.inner.to_bytes().map_err(py_err)?;
-        Ok(PyBytes::new(py, &bytes))
-    }
-
-    /// A model from [`to_bytes`](Self::to_bytes) or a file saved by the library.
-    #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(ClassifierCore {
-            inner: MondrianForestClassifier::from_bytes(data).map_err(py_err)?,
-            last_input_address: AtomicUsize::new(0),
-        })
-    }
-
-    /// Saves to a file in the library's format.
-    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
-        self.inner.save(path).map_err(py_err)
-    }
-
-    /// Loads a file saved by the library or the `mondrian` command's library format.
-    #[staticmethod]
-    fn load(path: std::path::PathBuf) -> PyResult<Self> {
-        Ok(ClassifierCore {
-            inner: MondrianForestClassifier::load(path).map_err(py_err)?,
-            last_input_address: AtomicUsize::new(0),
-        })
-    }
-
-    /// Pickling goes through the library's checksummed format.
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
-        let constructor = slf.get_type().getattr("from_bytes")?;
-        let bytes = slf.borrow().to_bytes(slf.py())?;
-        Ok((constructor, (bytes,)))
     }
 }
 
@@ -339,13 +266,6 @@ fn targets(y: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
 }
 
 impl RegressorCore {
-    fn wrap(inner: MondrianForestRegressor) -> Self {
-        RegressorCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
-
     fn train(
         &mut self,
         py: Python<'_>,
@@ -508,35 +428,6 @@ impl RegressorCore {
         Ok(out.into_pyarray(py))
     }
 
-    /// Worker threads for training and prediction (0: every core).
-    fn set_n_threads(&mut self, n_threads: usize) {
-        self.inner.set_n_threads(n_threads);
-    }
-
-    /// Worker threads in use (0: every core).
-    #[getter]
-    fn n_threads(&self) -> usize {
-        self.inner.params().n_threads
-    }
-
-    /// Number of features, once trained.
-    #[getter]
-    fn n_features(&self) -> Option<usize> {
-        self.inner.n_features()
-    }
-
-    /// Training points seen so far.
-    #[getter]
-    fn n_samples_seen(&self) -> usize {
-        self.inner.n_samples_seen()
-    }
-
-    /// Address of the last feature buffer the model read (for zero-copy tests).
-    #[getter]
-    fn _last_input_address(&self) -> usize {
-        self.last_input_address.load(Ordering::Relaxed)
-    }
-
     /// The hyper-parameters θ in use (after training) as a dict.
     fn theta<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(t) = self.inner.theta() else {
@@ -548,47 +439,6 @@ impl RegressorCore {
         d.set_item("gamma2", t.gamma2)?;
         d.set_item("noise_var", t.noise_var)?;
         Ok(Some(d))
-    }
-
-    /// Size and depth statistics as a dict.
-    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        summary_dict(py, &self.inner.summary())
-    }
-
-    /// The model in the library's file format.
-    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.inner.to_bytes().map_err(py_err)?;
-        Ok(PyBytes::new(py, &bytes))
-    }
-
-    /// A model from [`to_bytes`](Self::to_bytes) or a file saved by the library.
-    #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(Self::wrap(
-            MondrianForestRegressor::from_bytes(data).map_err(py_err)?,
-        ))
-    }
-
-    /// Saves to a file in the library's format.
-    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
-        self.inner.save(path).map_err(py_err)
-    }
-
-    /// Loads a file saved by the library.
-    #[staticmethod]
-    fn load(path: std::path::PathBuf) -> PyResult<Self> {
-        Ok(Self::wrap(
-            MondrianForestRegressor::load(path).map_err(py_err)?,
-        ))
-    }
-
-    /// Pickling goes through the library's checksummed format.
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
-        let constructor = slf.get_type().getattr("from_bytes")?;
-        let bytes = slf.borrow().to_bytes(slf.py())?;
-        Ok((constructor, (bytes,)))
     }
 }
 
@@ -604,6 +454,94 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
     d.set_item("total_bytes", s.total_bytes)?;
     Ok(d)
 }
+
+/// The methods every core shares: threads, shape, size, and the library's file format
+/// (which pickling goes through).
+macro_rules! common_methods {
+    ($core:ident, $model:ty) => {
+        impl $core {
+            fn wrap(inner: $model) -> Self {
+                $core {
+                    inner,
+                    last_input_address: AtomicUsize::new(0),
+                }
+            }
+        }
+
+        #[pymethods]
+        impl $core {
+            /// Worker threads for training and prediction (0: every core). Never changes
+            /// the model.
+            fn set_n_threads(&mut self, n_threads: usize) {
+                self.inner.set_n_threads(n_threads);
+            }
+
+            /// Worker threads in use (0: every core).
+            #[getter]
+            fn n_threads(&self) -> usize {
+                self.inner.params().n_threads
+            }
+
+            /// Number of features, once trained.
+            #[getter]
+            fn n_features(&self) -> Option<usize> {
+                self.inner.n_features()
+            }
+
+            /// Training points seen so far (bagging copies not counted).
+            #[getter]
+            fn n_samples_seen(&self) -> usize {
+                self.inner.n_samples_seen()
+            }
+
+            /// Address of the last feature buffer the model read (for zero-copy tests).
+            #[getter]
+            fn _last_input_address(&self) -> usize {
+                self.last_input_address.load(Ordering::Relaxed)
+            }
+
+            /// Size and depth statistics as a dict.
+            fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                summary_dict(py, &self.inner.summary())
+            }
+
+            /// The model in the library's file format (the bytes the library saves).
+            fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+                let bytes = self.inner.to_bytes().map_err(py_err)?;
+                Ok(PyBytes::new(py, &bytes))
+            }
+
+            /// A model from `to_bytes` or a file saved by the library.
+            #[staticmethod]
+            fn from_bytes(data: &[u8]) -> PyResult<Self> {
+                Ok(Self::wrap(<$model>::from_bytes(data).map_err(py_err)?))
+            }
+
+            /// Saves to a file in the library's format.
+            fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+                self.inner.save(path).map_err(py_err)
+            }
+
+            /// Loads a file saved by the library.
+            #[staticmethod]
+            fn load(path: std::path::PathBuf) -> PyResult<Self> {
+                Ok(Self::wrap(<$model>::load(path).map_err(py_err)?))
+            }
+
+            /// Pickling goes through the library's checksummed format.
+            fn __reduce__<'py>(
+                slf: &Bound<'py, Self>,
+            ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+                let constructor = slf.get_type().getattr("from_bytes")?;
+                let bytes = slf.borrow().to_bytes(slf.py())?;
+                Ok((constructor, (bytes,)))
+            }
+        }
+    };
+}
+
+common_methods!(ClassifierCore, MondrianForestClassifier);
+common_methods!(RegressorCore, MondrianForestRegressor);
 
 /// The compiled core of `mondrian_ml`.
 #[pymodule]

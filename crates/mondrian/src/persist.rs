@@ -96,3 +96,50 @@ pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T
     bincode::deserialize(&payload)
         .map_err(|e| MondrianError::CorruptModel(format!("cannot decode model: {e}")))
 }
+
+/// Inherent `save_to` / `load_from` / `save` / `load` / `to_bytes` / `from_bytes` of a model
+/// type stored under `$kind`; `$after_load` checks a decoded model (and restores what serde
+/// skips) before it is handed out.
+macro_rules! persistent_model {
+    ($ty:ty, $kind:expr, $after_load:ident) => {
+        impl $ty {
+            /// Writes the model (versioned, checksummed; see [`crate::persist`]).
+            pub fn save_to<W: std::io::Write>(&self, writer: W) -> $crate::error::Result<()> {
+                $crate::persist::save(self, $kind, writer)
+            }
+
+            /// Reads a model written by [`save_to`](Self::save_to); a corrupt, truncated,
+            /// foreign or newer file is an error.
+            pub fn load_from<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
+                let mut model: Self = $crate::persist::load($kind, reader)?;
+                model.$after_load()?;
+                Ok(model)
+            }
+
+            /// Saves to a file.
+            pub fn save(&self, path: impl AsRef<std::path::Path>) -> $crate::error::Result<()> {
+                let file = std::fs::File::create(path)?;
+                self.save_to(std::io::BufWriter::new(file))
+            }
+
+            /// Loads from a file.
+            pub fn load(path: impl AsRef<std::path::Path>) -> $crate::error::Result<Self> {
+                let file = std::fs::File::open(path)?;
+                Self::load_from(std::io::BufReader::new(file))
+            }
+
+            /// The model as bytes (the same format as [`save`](Self::save)).
+            pub fn to_bytes(&self) -> $crate::error::Result<Vec<u8>> {
+                let mut buf = Vec::new();
+                self.save_to(&mut buf)?;
+                Ok(buf)
+            }
+
+            /// A model from bytes written by [`to_bytes`](Self::to_bytes).
+            pub fn from_bytes(bytes: &[u8]) -> $crate::error::Result<Self> {
+                Self::load_from(bytes)
+            }
+        }
+    };
+}
+pub(crate) use persistent_model;

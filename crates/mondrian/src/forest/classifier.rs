@@ -1,11 +1,9 @@
 //! `MondrianForestClassifier`: the online Mondrian forest of spec `mf-classification.md`.
 
-use std::path::Path;
-
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{grow_trees, store_bytes, summarize, tree_rng, ForestSummary, Pool, TreeUnit};
+use super::{grow_trees, new_trees, store_bytes, summarize, ForestSummary, Pool, TreeUnit};
 use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
@@ -132,7 +130,11 @@ pub struct MondrianForestClassifier {
     pool: Pool,
 }
 
-const MODEL_KIND: &str = "mondrian-forest-classifier";
+crate::persist::persistent_model!(
+    MondrianForestClassifier,
+    "mondrian-forest-classifier",
+    after_load
+);
 
 impl MondrianForestClassifier {
     /// An untrained forest.
@@ -335,13 +337,15 @@ impl MondrianForestClassifier {
             pause_on_pure: self.params.pause_on_pure,
             min_samples_split: self.params.min_samples_split,
         };
-        self.trees = (0..self.params.n_trees)
-            .map(|t| TreeUnit {
-                tree: MondrianTree::new(d, self.params.lifetime, pause),
-                stats: LabelCounts::new(self.n_classes),
-                rng: tree_rng(self.params.seed, t),
-            })
-            .collect();
+        let k = self.n_classes;
+        self.trees = new_trees(
+            self.params.n_trees,
+            d,
+            self.params.lifetime,
+            pause,
+            self.params.seed,
+            || LabelCounts::new(k),
+        );
         Ok(())
     }
 
@@ -403,44 +407,9 @@ impl MondrianForestClassifier {
         summarize(&self.trees, store_bytes(&self.features, &self.labels))
     }
 
-    /// Writes the model (versioned, checksummed; see [`crate::persist`]).
-    pub fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
-        crate::persist::save(self, MODEL_KIND, writer)
-    }
-
-    /// Reads a model written by [`save_to`](Self::save_to).
-    pub fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
-        let mut model: Self = crate::persist::load(MODEL_KIND, reader)?;
-        model.check_consistency()?;
-        model.pool = Pool::new(model.params.n_threads);
-        Ok(model)
-    }
-
-    /// Saves to a file.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let file = std::fs::File::create(path)?;
-        self.save_to(std::io::BufWriter::new(file))
-    }
-
-    /// Loads from a file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        let file = std::fs::File::open(path)?;
-        Self::load_from(std::io::BufReader::new(file))
-    }
-
-    /// The model as bytes (the same format as [`save`](Self::save)).
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.save_to(&mut buf)?;
-        Ok(buf)
-    }
-
-    /// A model from bytes written by [`to_bytes`](Self::to_bytes).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        Self::load_from(bytes)
-    }
-
-    fn check_consistency(&self) -> Result<()> {
+    /// Checks a decoded model and restores its thread pool.
+    fn after_load(&mut self) -> Result<()> {
+        self.pool = Pool::new(self.params.n_threads);
         let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
         self.params.validate()?;
         let d = self.n_features.unwrap_or(0);

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::process::Feature;
-use crate::tree::{MondrianTree, NodeStatistics, TrainingPoints, NO_NODE};
+use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NODE};
 
 /// Trees that take a training point with interleaved descents; also the unit of parallel
 /// work, so it stays small enough to balance 100 trees over a few threads.
@@ -31,6 +31,24 @@ pub(crate) struct TreeUnit<S> {
     pub(crate) tree: MondrianTree,
     pub(crate) stats: S,
     pub(crate) rng: Xoshiro256PlusPlus,
+}
+
+/// `n_trees` empty trees over `d` features, tree t seeded by (seed, t).
+pub(crate) fn new_trees<S>(
+    n_trees: usize,
+    d: usize,
+    lifetime: f64,
+    pause: PauseRule,
+    seed: u64,
+    stats: impl Fn() -> S,
+) -> Vec<TreeUnit<S>> {
+    (0..n_trees)
+        .map(|t| TreeUnit {
+            tree: MondrianTree::new(d, lifetime, pause),
+            stats: stats(),
+            rng: tree_rng(seed, t),
+        })
+        .collect()
 }
 
 /// Size and shape of a fitted forest.

@@ -1,12 +1,10 @@
 //! `MondrianForestRegressor`: the Mondrian forest regression of spec `mf-regression.md`
 //! (thesis ch. 6), on the same engine as the classifier with Gaussian node statistics.
 
-use std::path::Path;
-
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{grow_trees, summarize, tree_rng, ForestSummary, PointStore, Pool, TreeUnit};
+use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, TreeUnit};
 use crate::data::{FeatureValue, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
@@ -172,7 +170,11 @@ impl From<RegressorState> for MondrianForestRegressor {
     }
 }
 
-const MODEL_KIND: &str = "mondrian-forest-regressor";
+crate::persist::persistent_model!(
+    MondrianForestRegressor,
+    "mondrian-forest-regressor",
+    after_load
+);
 /// Rows per unit of parallel prediction work.
 const BLOCK: usize = 512;
 
@@ -312,13 +314,14 @@ impl MondrianForestRegressor {
             pause_on_pure: false,
             min_samples_split: self.params.min_samples_split,
         };
-        self.trees = (0..self.params.n_trees)
-            .map(|t| TreeUnit {
-                tree: MondrianTree::new(d, f64::INFINITY, pause),
-                stats: TargetMoments::new(),
-                rng: tree_rng(self.params.seed, t),
-            })
-            .collect();
+        self.trees = new_trees(
+            self.params.n_trees,
+            d,
+            f64::INFINITY,
+            pause,
+            self.params.seed,
+            TargetMoments::new,
+        );
     }
 
     /// Re-estimates θ from the labels and, in exact mode, every tree's upward messages.
@@ -442,46 +445,16 @@ impl MondrianForestRegressor {
         summarize(&self.trees, self.store.bytes())
     }
 
-    /// Writes the model (versioned, checksummed; see [`crate::persist`]).
-    pub fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
-        crate::persist::save(self, MODEL_KIND, writer)
-    }
-
-    /// Reads a model written by [`save_to`](Self::save_to).
-    pub fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
-        let model: Self = crate::persist::load(MODEL_KIND, reader)?;
-        model.params.validate()?;
-        model.store.check()?;
-        let d = model.store.n_features.unwrap_or(0);
-        if model.trees.iter().any(|u| u.tree.n_features() != d) {
+    /// Checks a decoded model (θ and messages were derived while decoding).
+    fn after_load(&mut self) -> Result<()> {
+        self.params.validate()?;
+        self.store.check()?;
+        let d = self.store.n_features.unwrap_or(0);
+        if self.trees.iter().any(|u| u.tree.n_features() != d) {
             return Err(MondrianError::CorruptModel(
                 "a tree does not match the forest's shape".into(),
             ));
         }
-        Ok(model)
-    }
-
-    /// Saves to a file.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let file = std::fs::File::create(path)?;
-        self.save_to(std::io::BufWriter::new(file))
-    }
-
-    /// Loads from a file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        let file = std::fs::File::open(path)?;
-        Self::load_from(std::io::BufReader::new(file))
-    }
-
-    /// The model as bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.save_to(&mut buf)?;
-        Ok(buf)
-    }
-
-    /// A model from [`to_bytes`](Self::to_bytes).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        Self::load_from(bytes)
+        Ok(())
     }
 }
