@@ -1,6 +1,5 @@
 //! `MondrianForestClassifier`: the online Mondrian forest of spec `mf-classification.md`.
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{grow_trees, new_trees, store_bytes, summarize, ForestSummary, Pool, TreeUnit};
@@ -374,24 +373,26 @@ impl MondrianForestClassifier {
         let trees = &self.trees;
         let scale = 1.0 / trees.len() as f64;
         const BLOCK: usize = 1024;
-        self.pool.install(|| {
-            out.par_chunks_mut(BLOCK * k)
-                .zip(scaled.par_chunks(BLOCK * n_features))
-                .for_each(|(out_block, x_block)| {
-                    let mut scratch = LabelScratch::default();
-                    // Tree-major inside a block keeps one tree's nodes hot in cache.
-                    for unit in trees {
-                        model.predict_tree_rows(
-                            &unit.tree,
-                            &unit.stats,
-                            x_block,
-                            scale,
-                            &mut scratch,
-                            out_block,
-                        );
-                    }
-                })
-        });
+        self.pool.for_each_block(
+            &mut out,
+            BLOCK * k,
+            &scaled,
+            BLOCK * n_features,
+            |out_block, x_block| {
+                let mut scratch = LabelScratch::default();
+                // Tree-major inside a block keeps one tree's nodes hot in cache.
+                for unit in trees {
+                    model.predict_tree_rows(
+                        &unit.tree,
+                        &unit.stats,
+                        x_block,
+                        scale,
+                        &mut scratch,
+                        out_block,
+                    );
+                }
+            },
+        );
         Ok(out)
     }
 

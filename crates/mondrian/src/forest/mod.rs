@@ -334,6 +334,30 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Runs `work` on matching blocks of `out` (`out_block` items each) and `input`
+    /// (`in_block` each), blocks in parallel; a single block runs on the calling thread,
+    /// which spares a one-row prediction the hand-off to the pool.
+    pub(crate) fn for_each_block<A: Send, B: Sync>(
+        &self,
+        out: &mut [A],
+        out_block: usize,
+        input: &[B],
+        in_block: usize,
+        work: impl Fn(&mut [A], &[B]) + Sync + Send,
+    ) {
+        if out.len() <= out_block {
+            work(out, input);
+        } else {
+            self.install(|| {
+                out.par_chunks_mut(out_block)
+                    .zip(input.par_chunks(in_block))
+                    .for_each(|(o, i)| work(o, i))
+            });
+        }
+    }
+}
+
 impl Clone for Pool {
     fn clone(&self) -> Self {
         Pool::new(self.threads)

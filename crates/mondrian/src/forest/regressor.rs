@@ -367,23 +367,20 @@ impl MondrianForestRegressor {
         };
         let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
         let no_messages: Vec<Upward> = Vec::new();
-        self.pool.install(|| {
-            out.par_chunks_mut(BLOCK)
-                .zip(scaled.par_chunks(BLOCK * n_features))
-                .for_each(|(acc, xs)| {
-                    let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); acc.len()];
-                    let mut comps = Vec::new();
-                    for (t, unit) in self.trees.iter().enumerate() {
-                        let msgs = self.messages.get(t).unwrap_or(&no_messages);
-                        unit.tree.path_steps_many(xs, &mut steps);
-                        for (a, s) in acc.iter_mut().zip(&steps) {
-                            comps.clear();
-                            model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
-                            visit(a, &comps);
-                        }
+        self.pool
+            .for_each_block(&mut out, BLOCK, &scaled, BLOCK * n_features, |acc, xs| {
+                let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); acc.len()];
+                let mut comps = Vec::new();
+                for (t, unit) in self.trees.iter().enumerate() {
+                    let msgs = self.messages.get(t).unwrap_or(&no_messages);
+                    unit.tree.path_steps_many(xs, &mut steps);
+                    for (a, s) in acc.iter_mut().zip(&steps) {
+                        comps.clear();
+                        model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
+                        visit(a, &comps);
                     }
-                })
-        });
+                }
+            });
         Ok(out)
     }
 
