@@ -141,6 +141,17 @@ struct ForestArgs {
     /// Predictive of the regression forest.
     #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
     mode: ModeArg,
+    /// How the regression forest sets its hyper-parameters θ.
+    #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
+    theta: ThetaArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ThetaArg {
+    /// The thesis' closed-form heuristic from the target moments (default).
+    Heuristic,
+    /// Maximise the trees' marginal likelihood of the targets (empirical Bayes).
+    MarginalLikelihood,
 }
 
 impl ForestArgs {
@@ -738,6 +749,7 @@ fn run_demo() -> Result<(), CliError> {
         min_samples_split: Some(2),
         branch_counts: BranchArg::Paper,
         mode: ModeArg::Exact,
+        theta: ThetaArg::Heuristic,
     };
     // Mini-batches that grow along the stream, so the early learning shows.
     let n = train.data.n_rows();

@@ -3,11 +3,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use mondrian::{MondrianError, MondrianForestRegressor, RegressorParams, Scaling};
+use mondrian::{
+    Estimate, HyperSettings, MondrianError, MondrianForestRegressor, RegressorParams, Scaling,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::io::{read_dataset, Dataset};
-use crate::{timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg};
+use crate::{
+    timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg, ThetaArg,
+};
 
 /// What `mondrian train --task regression` saves.
 #[derive(Serialize, Deserialize)]
@@ -40,7 +44,13 @@ fn params_from(args: &ForestArgs, train: &Dataset) -> RegressorParams {
         bagging: args.bagging,
         // Fixed from the whole training file, so batch and online runs see the same features.
         scaling: Scaling::Ranges(training_ranges(train)),
-        ..Default::default()
+        hyper: HyperSettings {
+            estimate: match args.theta {
+                ThetaArg::Heuristic => Estimate::Heuristic,
+                ThetaArg::MarginalLikelihood => Estimate::MarginalLikelihood,
+            },
+            ..Default::default()
+        },
     }
 }
 
@@ -182,6 +192,7 @@ pub(crate) fn run_eval(
             "trees": forest.params().n_trees,
             "min_samples_split": forest.params().min_samples_split,
             "mode": format!("{:?}", forest.params().mode),
+            "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
             "mu_h": theta.mu_h,
             "gamma1": theta.gamma1,
             "gamma2": theta.gamma2,

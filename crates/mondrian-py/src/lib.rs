@@ -5,8 +5,9 @@
 //! (see `python/mondrian_ml`).
 
 use mondrian::{
-    BranchCounts, ClassifierParams, HyperSettings, MondrianError, MondrianForestClassifier,
-    MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams, Scaling,
+    BranchCounts, ClassifierParams, Estimate, HyperSettings, MondrianError,
+    MondrianForestClassifier, MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams,
+    Scaling,
 };
 use numpy::{
     Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -303,6 +304,7 @@ impl RegressorCore {
         gamma2_divisor = 20.0,
         gamma2 = None,
         noise = None,
+        theta_estimate = "heuristic",
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -317,7 +319,17 @@ impl RegressorCore {
         gamma2_divisor: f64,
         gamma2: Option<f64>,
         noise: Option<&Bound<'_, PyAny>>,
+        theta_estimate: &str,
     ) -> PyResult<Self> {
+        let estimate = match theta_estimate {
+            "heuristic" => Estimate::Heuristic,
+            "marginal_likelihood" => Estimate::MarginalLikelihood,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "theta_estimate must be 'heuristic' or 'marginal_likelihood', not {other:?}"
+                )))
+            }
+        };
         let mode = match mode {
             "exact" => PredictionMode::Exact,
             "quadrature" => PredictionMode::ExactQuadrature,
@@ -352,6 +364,7 @@ impl RegressorCore {
                 gamma2_divisor,
                 gamma2,
                 noise,
+                estimate,
                 ..Default::default()
             },
             seed,

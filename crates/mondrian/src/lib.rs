@@ -24,5 +24,5 @@ pub use forest::{
     ClassifierParams, ForestSummary, MondrianForestClassifier, MondrianForestRegressor,
     RegressionPrediction, RegressorParams,
 };
-pub use stats::gaussian::{HyperSettings, NoiseRule, PredictionMode};
+pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};
 pub use stats::label::BranchCounts;

@@ -497,36 +497,6 @@ fn cov_nodes(tree: &MondrianTree, theta: &Theta, a: u32, b: u32) -> f64 {
     var_at(theta, tree.split_time(lca(tree, a, b)))
 }
 
-/// log p(Y | θ, T) by the upward messages (§2.3.4), written here from the messages only.
-fn log_marginal_bp(
-    tree: &MondrianTree,
-    stats: &TargetMoments,
-    theta: &Theta,
-    msgs: &[Upward],
-) -> f64 {
-    let ln_n = |x: f64, m: f64, v: f64| {
-        -0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (x - m).powi(2) / v)
-    };
-    let root = tree.root().unwrap();
-    let mut log_c = vec![0.0; tree.n_nodes()];
-    for &j in tree.subtree_preorder(root).iter().rev() {
-        log_c[j as usize] = match tree.children(j) {
-            None => {
-                let m = stats.get(j);
-                let s2 = theta.noise_var;
-                -(m.n / 2.0) * (2.0 * std::f64::consts::PI * s2).ln() - m.m2 / (2.0 * s2)
-                    + 0.5 * (2.0 * std::f64::consts::PI * s2 / m.n).ln()
-            }
-            Some((a, b)) => {
-                let (ua, ub) = (msgs[a as usize], msgs[b as usize]);
-                log_c[a as usize] + log_c[b as usize] + ln_n(ua.lm, ub.lm, ua.uv + ub.uv)
-            }
-        };
-    }
-    let u = msgs[root as usize];
-    log_c[root as usize] + ln_n(u.lm, theta.mu_h, u.phi + u.lv)
-}
-
 /// Random batch trees on random data in D ∈ {1, 2, 3} with mss ∈ {2, 5}.
 fn random_trees(count: usize, seed: u64) -> Vec<(MondrianTree, TargetMoments, Vec<f64>, usize)> {
     let mut r = rng(seed);
@@ -581,7 +551,7 @@ fn belief_propagation_equals_dense_gaussian() {
                     "tree {t} γ2 {gamma2:?} node {j}: BP ({bm}, {bv}) vs dense ({pm}, {pv})"
                 );
             }
-            let lm = log_marginal_bp(tree, stats, &theta, &msgs);
+            let lm = model.log_marginal(tree, stats, &msgs);
             assert_close(&format!("tree {t} log p"), lm, dense.log_marginal(), 1e-9);
         }
     }

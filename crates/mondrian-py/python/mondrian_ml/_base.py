@@ -27,6 +27,13 @@ class _MondrianBase:
             return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
         return int(n_jobs)
 
+    def _check_counts(self, *names):
+        """Each named parameter must be an integer ≥ 1."""
+        for name in names:
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
+
     def _seed(self):
         rs = self.random_state
         if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):

@@ -132,13 +132,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ parameters
 
     def _check_params(self):
-        def integer(name, low):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
-
-        integer("n_estimators", 1)
-        integer("min_samples_split", 1)
+        self._check_counts("n_estimators", "min_samples_split")
         for name in ("lifetime", "discount_factor"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or np.isnan(v) or v < 0:

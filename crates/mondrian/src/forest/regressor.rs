@@ -8,8 +8,8 @@ use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, T
 use crate::data::{FeatureValue, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
-    mixture_log_density, mixture_moments, Component, GaussianModel, HyperSettings, Moments,
-    PredictionMode, TargetMoments, Theta, Upward,
+    estimate_theta, mixture_log_density, mixture_moments, Component, Estimate, GaussianModel,
+    HyperSettings, Moments, PredictionMode, TargetMoments, Theta, Upward,
 };
 use crate::tree::{MondrianTree, PathStep, PauseRule};
 
@@ -324,26 +324,47 @@ impl MondrianForestRegressor {
         );
     }
 
-    /// Re-estimates θ from the labels and, in exact mode, every tree's upward messages.
+    /// Re-estimates θ from the labels (by the heuristic, or by maximising the marginal
+    /// likelihood) and, in the exact modes, every tree's upward messages.
     fn refresh(&mut self) {
         let Some(d) = self.store.n_features else {
             return;
         };
-        let theta = Theta::heuristic(self.labels, d, &self.params.hyper);
+        let mut theta = Theta::heuristic(self.labels, d, &self.params.hyper);
+        let trees = &self.trees;
+        let upward = |theta: Theta| -> Vec<Vec<Upward>> {
+            let model = GaussianModel {
+                theta,
+                mode: PredictionMode::Exact,
+            };
+            trees
+                .par_iter()
+                .map(|u| model.upward(&u.tree, &u.stats))
+                .collect()
+        };
+        if self.params.hyper.theta.is_none()
+            && self.params.hyper.estimate == Estimate::MarginalLikelihood
+        {
+            theta = self.pool.install(|| {
+                estimate_theta(theta, |t| {
+                    let model = GaussianModel {
+                        theta: *t,
+                        mode: PredictionMode::Exact,
+                    };
+                    trees
+                        .par_iter()
+                        .map(|u| {
+                            let msgs = model.upward(&u.tree, &u.stats);
+                            model.log_marginal(&u.tree, &u.stats, &msgs)
+                        })
+                        .sum()
+                })
+            });
+        }
         self.theta = Some(theta);
         self.messages = match self.params.mode {
             PredictionMode::Exact | PredictionMode::ExactQuadrature => {
-                let model = GaussianModel {
-                    theta,
-                    mode: PredictionMode::Exact,
-                };
-                let trees = &self.trees;
-                self.pool.install(|| {
-                    trees
-                        .par_iter()
-                        .map(|u| model.upward(&u.tree, &u.stats))
-                        .collect()
-                })
+                self.pool.install(|| upward(theta))
             }
             PredictionMode::Fast => Vec::new(),
         };

@@ -177,6 +177,21 @@ pub struct HyperSettings {
     pub var_floor: f64,
     /// Known hyper-parameters, used as they are instead of the heuristic.
     pub theta: Option<Theta>,
+    /// How θ is chosen when it is not given.
+    pub estimate: Estimate,
+}
+
+/// How the forest chooses θ (§2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Estimate {
+    /// The thesis' closed-form heuristic from the label moments (§2.5).
+    #[default]
+    Heuristic,
+    /// Empirical Bayes: the heuristic's μ_H, then γ1, γ2 and σ_y² maximising the sum over
+    /// trees of the exact log marginal likelihood log p(Y | θ, T) (§2.3.4), the model's own
+    /// criterion, which the thesis leaves as future work. Keeps γ1/2 + σ_y² = s² (the
+    /// heuristic's total variance) and searches the noise share and γ2.
+    MarginalLikelihood,
 }
 
 impl Default for HyperSettings {
@@ -188,6 +203,7 @@ impl Default for HyperSettings {
             noise: NoiseRule::Thesis,
             var_floor: 1e-12,
             theta: None,
+            estimate: Estimate::Heuristic,
         }
     }
 }
@@ -323,6 +339,96 @@ fn combine(m1: f64, v1: f64, m2: f64, v2: f64) -> (f64, f64) {
     (m1 + k * (m2 - m1), v1 * v2 / s)
 }
 
+/// Empirical-Bayes θ ([`Estimate::MarginalLikelihood`]): starting from the heuristic θ0,
+/// maximises `Σ_t log p(Y | θ, T_t)` over the noise share f = σ_y²/s² ∈ (0, 1) (with
+/// γ1 = 2(1 − f)s², so the prior's total variance stays s²) and log γ2, by Nelder–Mead
+/// from the heuristic's point. `objective(θ)` returns the summed log marginal likelihood.
+pub fn estimate_theta(theta0: Theta, objective: impl Fn(&Theta) -> f64) -> Theta {
+    let s2 = theta0.gamma1 / 2.0 + theta0.noise_var;
+    if s2.is_nan() || s2 <= 0.0 {
+        return theta0;
+    }
+    let make = |p: [f64; 2]| {
+        // f = logistic(p0) keeps the noise share in (0, 1).
+        let f = 1.0 / (1.0 + (-p[0]).exp());
+        Theta {
+            mu_h: theta0.mu_h,
+            gamma1: 2.0 * (1.0 - f) * s2,
+            gamma2: p[1].exp(),
+            noise_var: f * s2,
+        }
+    };
+    let f0 = (theta0.noise_var / s2).clamp(1e-6, 1.0 - 1e-6);
+    let start = [(f0 / (1.0 - f0)).ln(), theta0.gamma2.ln()];
+    let cost = |p: [f64; 2]| {
+        let v = -objective(&make(p));
+        if v.is_finite() {
+            v
+        } else {
+            f64::INFINITY
+        }
+    };
+    make(nelder_mead_2d(cost, start, [2.0, 1.0], 120))
+}
+
+/// Minimises `cost` over R² by the Nelder–Mead simplex from `start` with initial steps
+/// `step`, for at most `evaluations` evaluations.
+fn nelder_mead_2d(
+    cost: impl Fn([f64; 2]) -> f64,
+    start: [f64; 2],
+    step: [f64; 2],
+    evaluations: usize,
+) -> [f64; 2] {
+    let mut pts = [
+        start,
+        [start[0] + step[0], start[1]],
+        [start[0], start[1] + step[1]],
+    ];
+    let mut vals = pts.map(&cost);
+    let mut used = 3;
+    let lerp =
+        |a: [f64; 2], b: [f64; 2], t: f64| [a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])];
+    while used < evaluations {
+        // Order best, middle, worst.
+        let mut order = [0, 1, 2];
+        order.sort_by(|&i, &j| vals[i].total_cmp(&vals[j]));
+        pts = order.map(|i| pts[i]);
+        vals = order.map(|i| vals[i]);
+        if (vals[2] - vals[0]).abs() <= 1e-9 * (1.0 + vals[0].abs()) {
+            break;
+        }
+        let centre = lerp(pts[0], pts[1], 0.5);
+        let reflect = lerp(centre, pts[2], -1.0);
+        let fr = cost(reflect);
+        used += 1;
+        if fr < vals[0] {
+            let expand = lerp(centre, pts[2], -2.0);
+            let fe = cost(expand);
+            used += 1;
+            (pts[2], vals[2]) = if fe < fr { (expand, fe) } else { (reflect, fr) };
+        } else if fr < vals[1] {
+            (pts[2], vals[2]) = (reflect, fr);
+        } else {
+            let contract = lerp(centre, pts[2], 0.5);
+            let fc = cost(contract);
+            used += 1;
+            if fc < vals[2] {
+                (pts[2], vals[2]) = (contract, fc);
+            } else {
+                for k in 1..3 {
+                    pts[k] = lerp(pts[0], pts[k], 0.5);
+                    vals[k] = cost(pts[k]);
+                    used += 1;
+                }
+            }
+        }
+    }
+    let best = (0..3)
+        .min_by(|&i, &j| vals[i].total_cmp(&vals[j]))
+        .unwrap_or(0);
+    pts[best]
+}
+
 /// Which predictive the regression forest uses (§3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum PredictionMode {
@@ -401,6 +507,38 @@ impl GaussianModel {
             };
         }
         msgs
+    }
+
+    /// log p(Y | θ, T), the exact log marginal likelihood of the labels under the tree
+    /// (§2.3.4), from the upward messages.
+    pub fn log_marginal(
+        &self,
+        tree: &MondrianTree,
+        moments: &TargetMoments,
+        msgs: &[Upward],
+    ) -> f64 {
+        let Some(root) = tree.root() else {
+            return 0.0;
+        };
+        let ln_2pi = (2.0 * std::f64::consts::PI).ln();
+        let ln_normal = |x: f64, m: f64, v: f64| -0.5 * (ln_2pi + v.ln() + (x - m).powi(2) / v);
+        let s2 = self.theta.noise_var;
+        let mut log_c = vec![0.0; tree.n_nodes()];
+        for &j in tree.subtree_preorder(root).iter().rev() {
+            log_c[j as usize] = match tree.children(j) {
+                None => {
+                    let m = moments.get(j);
+                    -(m.n / 2.0) * (ln_2pi + s2.ln()) - m.m2 / (2.0 * s2)
+                        + 0.5 * (ln_2pi + (s2 / m.n).ln())
+                }
+                Some((a, b)) => {
+                    let (ua, ub) = (msgs[a as usize], msgs[b as usize]);
+                    log_c[a as usize] + log_c[b as usize] + ln_normal(ua.lm, ub.lm, ua.uv + ub.uv)
+                }
+            };
+        }
+        let u = msgs[root as usize];
+        log_c[root as usize] + ln_normal(u.lm, self.theta.mu_h, u.phi + u.lv)
     }
 
     /// Posterior (mean, variance) of μ_j at every node (§2.3.2–2.3.3): a full downward pass.
