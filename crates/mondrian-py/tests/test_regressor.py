@@ -148,3 +148,17 @@ def test_bad_input():
     with pytest.raises(ValueError):
         reg.partial_fit(X, np.full(50, np.inf))
     np.testing.assert_array_equal(reg.predict(X), before)
+
+
+def test_marginal_likelihood_theta():
+    # Noise s.d. 0.5 on a signal of s.d. about 0.7: the thesis rule sets σ² ≈ s²/1000,
+    # the marginal likelihood a noise variance of the order of the truth (0.25).
+    X, y = wave(1500, 12, noise=0.5)
+    heuristic = MondrianForestRegressor(random_state=0).fit(X, y)
+    ml = MondrianForestRegressor(theta_estimate="marginal_likelihood", random_state=0).fit(X, y)
+    assert heuristic.theta_["noise_var"] < 0.01
+    assert 0.1 < ml.theta_["noise_var"] < 0.6
+    Xt, yt = wave(500, 13, noise=0.5)
+    assert -ml.log_density(Xt, yt).mean() < -heuristic.log_density(Xt, yt).mean()
+    with pytest.raises(ValueError, match="theta_estimate"):
+        MondrianForestRegressor(theta_estimate="mle").fit(X, y)
