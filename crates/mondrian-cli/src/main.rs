@@ -367,11 +367,7 @@ fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliErr
         feature_names: data.data.feature_names.clone(),
         forest,
     };
-    let file = std::fs::File::create(model).map_err(|source| CliError::Write {
-        path: model.to_path_buf(),
-        source,
-    })?;
-    mondrian::persist::save(&saved, SAVED_KIND, std::io::BufWriter::new(file))?;
+    save_model(&saved, SAVED_KIND, model)?;
     let s = saved.forest.summary();
     eprintln!(
         "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, saved to {}",
@@ -383,6 +379,16 @@ fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliErr
         s.n_nodes,
         model.display()
     );
+    Ok(())
+}
+
+/// Writes a model file (the library's versioned, checksummed format) for kind `kind`.
+fn save_model<T: Serialize>(value: &T, kind: &str, path: &Path) -> Result<(), CliError> {
+    let file = std::fs::File::create(path).map_err(|source| CliError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    mondrian::persist::save(value, kind, std::io::BufWriter::new(file))?;
     Ok(())
 }
 

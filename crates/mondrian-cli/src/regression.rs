@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::io::{read_dataset, Dataset};
 use crate::{
-    timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg, ThetaArg,
+    save_model, timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg,
+    ThetaArg,
 };
 
 /// What `mondrian train --task regression` saves.
@@ -81,11 +82,7 @@ pub(crate) fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result
         feature_names: data.feature_names.clone(),
         forest,
     };
-    let file = std::fs::File::create(model).map_err(|source| CliError::Write {
-        path: model.to_path_buf(),
-        source,
-    })?;
-    mondrian::persist::save(&saved, SAVED_KIND, std::io::BufWriter::new(file))?;
+    save_model(&saved, SAVED_KIND, model)?;
     let s = saved.forest.summary();
     eprintln!(
         "trained {} regression trees on {} rows × {} features in {secs:.2}s; {} nodes, saved to {}",

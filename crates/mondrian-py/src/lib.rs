@@ -192,33 +192,6 @@ impl ClassifierCore {
         ))
     }
 
-    /// Batch training on a C-contiguous float64/float32 matrix and int64 class indices.
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<()> {
-        self.train(py, x, &y, true)
-    }
-
-    /// Online training on a mini-batch, in row order.
-    fn partial_fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<()> {
-        self.train(py, x, &y, false)
-    }
-
-    /// Online training on one point given as a list of floats.
-    fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: usize) -> PyResult<()> {
-        let d = x.len();
-        let model = &mut self.inner;
-        py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
-    }
-
     /// Class probabilities, `n_rows × n_classes`.
     fn predict_proba<'py>(
         &self,
@@ -377,33 +350,6 @@ impl RegressorCore {
         ))
     }
 
-    /// Batch training on a C-contiguous float64/float32 matrix and float64 targets.
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<()> {
-        self.train(py, x, &y, true)
-    }
-
-    /// Online training on a mini-batch, in row order.
-    fn partial_fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<()> {
-        self.train(py, x, &y, false)
-    }
-
-    /// Online training on one point given as a list of floats.
-    fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: f64) -> PyResult<()> {
-        let d = x.len();
-        let model = &mut self.inner;
-        py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
-    }
-
     /// Predictive means and variances, two arrays of length n_rows.
     #[allow(clippy::type_complexity)]
     fn predict<'py>(
@@ -471,7 +417,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
 /// The methods every core shares: threads, shape, size, and the library's file format
 /// (which pickling goes through).
 macro_rules! common_methods {
-    ($core:ident, $model:ty) => {
+    ($core:ident, $model:ty, $target:ty, $one:ty) => {
         impl $core {
             fn wrap(inner: $model) -> Self {
                 $core {
@@ -483,6 +429,34 @@ macro_rules! common_methods {
 
         #[pymethods]
         impl $core {
+            /// Batch training on a C-contiguous float64/float32 matrix and its targets
+            /// (int64 class indices or float64 values).
+            fn fit(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: PyReadonlyArray1<'_, $target>,
+            ) -> PyResult<()> {
+                self.train(py, x, &y, true)
+            }
+
+            /// Online training on a mini-batch, in row order.
+            fn partial_fit(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: PyReadonlyArray1<'_, $target>,
+            ) -> PyResult<()> {
+                self.train(py, x, &y, false)
+            }
+
+            /// Online training on one point given as a list of floats.
+            fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: $one) -> PyResult<()> {
+                let d = x.len();
+                let model = &mut self.inner;
+                py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
+            }
+
             /// Worker threads for training and prediction (0: every core). Never changes
             /// the model.
             fn set_n_threads(&mut self, n_threads: usize) {
@@ -553,8 +527,8 @@ macro_rules! common_methods {
     };
 }
 
-common_methods!(ClassifierCore, MondrianForestClassifier);
-common_methods!(RegressorCore, MondrianForestRegressor);
+common_methods!(ClassifierCore, MondrianForestClassifier, i64, usize);
+common_methods!(RegressorCore, MondrianForestRegressor, f64, f64);
 
 /// The compiled core of `mondrian_ml`.
 #[pymodule]
