@@ -8,8 +8,8 @@ use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, T
 use crate::data::{FeatureValue, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
-    estimate_theta, mixture_log_density, mixture_moments, Component, Estimate, GaussianModel,
-    HyperSettings, Moments, PredictionMode, TargetMoments, Theta, Upward,
+    estimate_theta, mixture_log_density, mixture_moments, mixture_quantile, Component, Estimate,
+    GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments, Theta, Upward,
 };
 use crate::tree::{MondrianTree, PathStep, PauseRule};
 
@@ -456,6 +456,34 @@ impl MondrianForestRegressor {
             .zip(y)
             .map(|(comps, &v)| mixture_log_density(comps, v))
             .collect())
+    }
+
+    /// Central interval at `level` per row from the forest's full predictive mixture (its
+    /// `(1 − level)/2` and `(1 + level)/2` quantiles), rather than the Gaussian moment match
+    /// of [`RegressionPrediction::interval`].
+    pub fn mixture_interval<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        level: f64,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        if !(level > 0.0 && level < 1.0) {
+            return Err(MondrianError::InvalidParameter {
+                name: "level",
+                reason: format!("{level} is not in (0, 1)"),
+            });
+        }
+        let pooled = self.per_row(
+            x,
+            n_features,
+            Vec::new,
+            |all: &mut Vec<Component>, comps| all.extend_from_slice(comps),
+        )?;
+        let (lo, hi) = (0.5 - level / 2.0, 0.5 + level / 2.0);
+        Ok(pooled
+            .iter()
+            .map(|c| (mixture_quantile(c, lo), mixture_quantile(c, hi)))
+            .unzip())
     }
 
     /// Size and depth statistics.
