@@ -364,6 +364,23 @@ impl RegressorCore {
         Ok((p.mean.into_pyarray(py), p.variance.into_pyarray(py)))
     }
 
+    /// Central interval at `level` per row from the quantiles of the forest's full
+    /// predictive mixture: (lower, upper).
+    #[allow(clippy::type_complexity)]
+    fn mixture_interval<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        level: f64,
+    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let model = &self.inner;
+        let (lo, hi) = with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.mixture_interval(v, d, level)))
+                .map_err(py_err)
+        })?;
+        Ok((lo.into_pyarray(py), hi.into_pyarray(py)))
+    }
+
     /// Predictive mean and variance of one point given as a list of floats.
     fn predict_one(&self, py: Python<'_>, x: Vec<f64>) -> PyResult<(f64, f64)> {
         let d = x.len();

@@ -52,9 +52,13 @@ def test_accuracy_intervals_and_density():
     reg = MondrianForestRegressor(n_estimators=10, mode="fast", random_state=0).fit(X, y)
     rmse = np.sqrt(np.mean((reg.predict(Xt) - yt) ** 2))
     assert rmse < 0.35 * yt.std()
-    lo, hi = reg.predict_interval(Xt, 0.9)
-    coverage = np.mean((yt >= lo) & (yt <= hi))
-    assert abs(coverage - 0.9) <= 0.1  # spec T17's tolerance for the fast mode
+    for kind in ("mixture", "gaussian"):
+        lo, hi = reg.predict_interval(Xt, 0.9, kind=kind)
+        assert np.all(lo < hi)
+        coverage = np.mean((yt >= lo) & (yt <= hi))
+        assert abs(coverage - 0.9) <= 0.1, kind  # spec T17's tolerance for the fast mode
+    with pytest.raises(ValueError, match="kind"):
+        reg.predict_interval(Xt, 0.9, kind="exact")
     logp = reg.log_density(Xt, yt)
     assert logp.shape == (1000,) and np.all(np.isfinite(logp))
     assert reg.score(Xt, yt) > 0.8
