@@ -112,27 +112,6 @@ struct ClassifierCore {
     last_input_address: AtomicUsize,
 }
 
-impl ClassifierCore {
-    fn train(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: &PyReadonlyArray1<'_, i64>,
-        batch: bool,
-    ) -> PyResult<()> {
-        let y = labels(y)?;
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| if batch {
-                model.fit(v, d, &y)
-            } else {
-                model.partial_fit(v, d, &y)
-            }))
-            .map_err(py_err)
-        })
-    }
-}
-
 #[pymethods]
 impl ClassifierCore {
     /// Builds an unfitted forest. `scaling` is `None` / `"first_batch"` (min–max from the
@@ -235,29 +214,8 @@ struct RegressorCore {
     last_input_address: AtomicUsize,
 }
 
-fn targets(y: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
-    y.as_array().iter().copied().collect()
-}
-
-impl RegressorCore {
-    fn train(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: &PyReadonlyArray1<'_, f64>,
-        batch: bool,
-    ) -> PyResult<()> {
-        let y = targets(y);
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| if batch {
-                model.fit(v, d, &y)
-            } else {
-                model.partial_fit(v, d, &y)
-            }))
-            .map_err(py_err)
-        })
-    }
+fn targets(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
+    Ok(y.as_array().iter().copied().collect())
 }
 
 #[pymethods]
@@ -396,7 +354,7 @@ impl RegressorCore {
         x: &Bound<'py, PyAny>,
         y: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let y = targets(&y);
+        let y = targets(&y)?;
         let model = &self.inner;
         let out = with_features(x, &self.last_input_address, |f, _, d| {
             each_precision!(f, v => py.detach(|| model.log_density(v, d, &y))).map_err(py_err)
@@ -434,13 +392,32 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
 /// The methods every core shares: threads, shape, size, and the library's file format
 /// (which pickling goes through).
 macro_rules! common_methods {
-    ($core:ident, $model:ty, $target:ty, $one:ty) => {
+    ($core:ident, $model:ty, $target:ty, $one:ty, $convert:ident) => {
         impl $core {
             fn wrap(inner: $model) -> Self {
                 $core {
                     inner,
                     last_input_address: AtomicUsize::new(0),
                 }
+            }
+
+            fn train(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: &PyReadonlyArray1<'_, $target>,
+                batch: bool,
+            ) -> PyResult<()> {
+                let y = $convert(y)?;
+                let model = &mut self.inner;
+                with_features(x, &self.last_input_address, |f, _, d| {
+                    each_precision!(f, v => py.detach(|| if batch {
+                        model.fit(v, d, &y)
+                    } else {
+                        model.partial_fit(v, d, &y)
+                    }))
+                    .map_err(py_err)
+                })
             }
         }
 
@@ -544,8 +521,8 @@ macro_rules! common_methods {
     };
 }
 
-common_methods!(ClassifierCore, MondrianForestClassifier, i64, usize);
-common_methods!(RegressorCore, MondrianForestRegressor, f64, f64);
+common_methods!(ClassifierCore, MondrianForestClassifier, i64, usize, labels);
+common_methods!(RegressorCore, MondrianForestRegressor, f64, f64, targets);
 
 /// The compiled core of `mondrian_ml`.
 #[pymodule]
