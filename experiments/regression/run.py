@@ -80,12 +80,15 @@ SHORT_NAME = {"boston_housing": "boston", "concrete": "concrete", "energy_heatin
               "yacht": "yacht", "california_housing": "california"}
 
 # Method keys, in table order.
-METHODS = ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast_online",
+METHODS = ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5",
+           "mf_fast100_mss2", "mf_fast_online",
            "mf_exact_online", "rf", "ert", "ert1", "amf"]
 LABEL = {
     "mf_exact": "MF exact (10 trees, thesis)",
     "mf_fast": "MF fast (10 trees)",
     "mf_exact_ml": "MF exact, θ by marginal likelihood (10 trees)",
+    "mf_fast100_mss5": "MF fast (100 trees, min_samples_split 5)",
+    "mf_fast100_mss2": "MF fast (100 trees, min_samples_split 2)",
     "mf_exact100": "MF exact (100 trees)",
     "mf_fast_online": "MF fast, online (10 trees)",
     "mf_exact_online": "MF exact, online (10 trees)",
@@ -94,10 +97,12 @@ LABEL = {
     "ert1": "ERT-1 (ExtraTrees, max_features=1; diagnostic)",
     "amf": "AMF (river, 10 trees)",
 }
-SHORT = {"mf_exact": "MF exact", "mf_fast": "MF fast", "mf_exact_ml": "MF exact-ML", "mf_exact100": "MF exact-100",
+SHORT = {"mf_exact": "MF exact", "mf_fast": "MF fast", "mf_exact_ml": "MF exact-ML",
+         "mf_fast100_mss5": "MF fast-100 mss5", "mf_fast100_mss2": "MF fast-100 mss2", "mf_exact100": "MF exact-100",
          "mf_fast_online": "MF fast online", "mf_exact_online": "MF exact online",
          "rf": "RF", "ert": "ERT", "ert1": "ERT-1", "amf": "AMF"}
-COLORS = {"mf_exact": "tab:red", "mf_fast": "tab:orange", "mf_exact_ml": "tab:pink", "mf_exact100": "darkred",
+COLORS = {"mf_exact": "tab:red", "mf_fast": "tab:orange", "mf_exact_ml": "tab:pink",
+          "mf_fast100_mss5": "peru", "mf_fast100_mss2": "sienna", "mf_exact100": "darkred",
           "mf_fast_online": "gold", "mf_exact_online": "salmon",
           "rf": "tab:blue", "ert": "tab:green", "ert1": "tab:olive", "amf": "tab:purple"}
 
@@ -228,9 +233,9 @@ def run_cli(binary: Path, args: list[str]) -> tuple[str, float]:
     return proc.stdout, wall
 
 
-def mf_eval(binary, train_csv, test_csv, seed, trees, mode, online, theta="heuristic") -> dict:
+def mf_eval(binary, train_csv, test_csv, seed, trees, mode, online, theta="heuristic", mss=10) -> dict:
     args = ["eval", "--task", "regression", "--train", str(train_csv), "--test", str(test_csv),
-            "--trees", str(trees), "--min-samples-split", "10", "--mode", mode,
+            "--trees", str(trees), "--min-samples-split", str(mss), "--mode", mode,
             "--theta", theta, "--seed", str(seed), "--threads", "1", "--json"]
     if online:
         args.append("--online")
@@ -420,12 +425,14 @@ def run_split(a, name, cols, X, y, k, tmp: Path) -> dict:
             ("mf_exact_ml", 10, "exact", False)]
     if not a.no_mf100:
         runs.append(("mf_exact100", 100, "exact", False))
+    runs += [("mf_fast100_mss5", 100, "fast", False), ("mf_fast100_mss2", 100, "fast", False)]
     runs.append(("mf_fast_online", 10, "fast", True))
     if len(tr) <= a.exact_online_max_n:
         runs.append(("mf_exact_online", 10, "exact", True))
     for key, trees, mode, online in runs:
         theta = "marginal-likelihood" if key.endswith("_ml") else "heuristic"
-        r = mf_eval(a.binary, train_csv, test_csv, k, trees, mode, online, theta)
+        mss = int(key.rsplit("mss", 1)[1]) if "_mss" in key else 10
+        r = mf_eval(a.binary, train_csv, test_csv, k, trees, mode, online, theta, mss)
         r["fit_seconds"], r["predict_seconds"] = r["train_seconds"], r["predict_seconds"]
         if key in ("mf_exact", "mf_fast"):
             s = mf_sharpness(a.binary, train_csv, test_csv, k, trees, mode, tmp, y_te)
@@ -636,7 +643,7 @@ def summarize(results: dict, out: Path) -> None:
     w("")
 
     # ---------- cross-dataset tables
-    main_methods = [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "rf", "ert", "ert1", "amf"] if m in present]
+    main_methods = [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2", "rf", "ert", "ert1", "amf"] if m in present]
     gauss = [m for m in main_methods if m != "amf"]
 
     def cross(title, key, methods, digits=3, note=None):
@@ -670,7 +677,7 @@ def summarize(results: dict, out: Path) -> None:
       "(2) |coverage_90(MF) − 0.90| ≤ 0.05; (3) RMSE(MF) ≤ 1.10 × RMSE(ERT, fully grown).")
     w("")
     tallies = {}
-    for mf in [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100"] if m in present]:
+    for mf in [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2"] if m in present]:
         w(f"### {LABEL[mf]}")
         w("")
         w("| data | NLPD MF | NLPD RF | NLPD ERT | (1) NLPD better than both | (1) per split: MF better than both | coverage_90 | (2) within 0.05 | RMSE MF / ERT | (3) within 10 % |")
