@@ -11,8 +11,9 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the on-disk format written by this build (2: the classifier keeps its points in
+/// the shared point store; files of version 1 are refused with a clear error).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Writes `value` with the header for model kind `kind`.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {

@@ -2,11 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{grow_trees, new_trees, store_bytes, summarize, ForestSummary, Pool, TreeUnit};
+use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, TreeUnit};
 use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
-use crate::process::Feature;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
 use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
 
@@ -119,11 +118,9 @@ impl ClassifierParams {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MondrianForestClassifier {
     params: ClassifierParams,
-    n_features: Option<usize>,
     n_classes: usize,
-    scaler: Option<FeatureScaler>,
-    features: Vec<Feature>,
-    labels: Vec<u32>,
+    /// Scaled training points and their class indices, with the frozen scaling.
+    store: PointStore<u32>,
     trees: Vec<TreeUnit<LabelCounts>>,
     #[serde(skip)]
     pool: Pool,
@@ -143,10 +140,7 @@ impl MondrianForestClassifier {
         Ok(MondrianForestClassifier {
             n_classes: params.n_classes.unwrap_or(0),
             params,
-            n_features: None,
-            scaler: None,
-            features: Vec::new(),
-            labels: Vec::new(),
+            store: PointStore::new(),
             trees: Vec::new(),
             pool,
         })
@@ -158,7 +152,7 @@ impl MondrianForestClassifier {
     }
     /// Number of features, once fitted.
     pub fn n_features(&self) -> Option<usize> {
-        self.n_features
+        self.store.n_features
     }
     /// Number of classes K (columns of [`predict_proba`](Self::predict_proba)).
     pub fn n_classes(&self) -> usize {
@@ -166,15 +160,15 @@ impl MondrianForestClassifier {
     }
     /// Number of training points absorbed so far.
     pub fn n_samples_seen(&self) -> usize {
-        self.labels.len()
+        self.store.len()
     }
     /// The discount rate γ = discount_factor × D.
     pub fn gamma(&self) -> f64 {
-        self.params.discount_factor * self.n_features.unwrap_or(0) as f64
+        self.params.discount_factor * self.store.n_features.unwrap_or(0) as f64
     }
     /// The frozen feature scaler, once fitted.
     pub fn scaler(&self) -> Option<&FeatureScaler> {
-        self.scaler.as_ref()
+        self.store.scaler.as_ref()
     }
     /// Changes the worker thread count (0 = all cores); the model is unaffected.
     pub fn set_n_threads(&mut self, n_threads: usize) {
@@ -201,11 +195,7 @@ impl MondrianForestClassifier {
     }
     /// The scaled training points the trees index into.
     pub fn training_points(&self) -> TrainingPoints<'_, u32> {
-        TrainingPoints {
-            features: &self.features,
-            n_features: self.n_features.unwrap_or(0),
-            targets: &self.labels,
-        }
+        self.store.data()
     }
 
     fn check_labels(&self, labels: &[usize], n_rows: usize) -> Result<usize> {
@@ -236,12 +226,6 @@ impl MondrianForestClassifier {
             max = max.max(label);
         }
         Ok(max + 1)
-    }
-
-    fn rows<'a, T: FeatureValue>(&self, x: &'a [T], n_features: usize) -> Result<Rows<'a, T>> {
-        let rows = Rows::new(x, n_features)?;
-        rows.validate(self.n_features)?;
-        Ok(rows)
     }
 
     /// Batch training ([P] Alg. 1): discards any previous state, fixes the scaling from
@@ -281,42 +265,35 @@ impl MondrianForestClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<()> {
-        let rows = self.rows(x, n_features)?;
+        let rows = self.store.rows(x, n_features)?;
         if rows.n_rows() == 0 {
             return Ok(());
         }
         let k = self.check_labels(y, rows.n_rows())?;
         // Every check runs before the model changes: a refused batch leaves it untouched.
-        if self.n_features.is_none() {
+        if self.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
             fresh.initialise(&rows, k)?;
             fresh.append(&rows, y)?;
             fresh.pool = std::mem::take(&mut self.pool);
             *self = fresh;
         } else {
-            let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
-            let mut scaled = Vec::new();
-            scaler.transform_into(&rows, &mut scaled)?;
+            let scaled = self.store.scale(&rows)?;
             if k > self.n_classes {
                 self.n_classes = k;
                 for unit in &mut self.trees {
                     unit.stats.grow_classes(k);
                 }
             }
-            self.features.extend(scaled);
-            self.labels.extend(y.iter().map(|&k| k as u32));
+            self.store.push(scaled, y.iter().map(|&k| k as u32));
         }
-        self.grow_trees(self.labels.len() - rows.n_rows());
+        self.grow_trees(self.store.len() - rows.n_rows());
         Ok(())
     }
 
     /// Trains every tree on the stored points from `start` on ([`grow_trees`]).
     fn grow_trees(&mut self, start: usize) {
-        let data = TrainingPoints {
-            features: &self.features,
-            n_features: self.n_features.unwrap_or(0),
-            targets: &self.labels,
-        };
+        let data = self.store.data();
         grow_trees(
             &mut self.trees,
             &data,
@@ -329,8 +306,7 @@ impl MondrianForestClassifier {
 
     fn initialise<T: FeatureValue>(&mut self, rows: &Rows<T>, n_classes: usize) -> Result<()> {
         let d = rows.n_features();
-        self.scaler = Some(self.params.scaling.scaler_for(rows)?);
-        self.n_features = Some(d);
+        self.store.start(rows, &self.params.scaling)?;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
             pause_on_pure: self.params.pause_on_pure,
@@ -349,21 +325,19 @@ impl MondrianForestClassifier {
     }
 
     fn append<T: FeatureValue>(&mut self, rows: &Rows<T>, y: &[usize]) -> Result<()> {
-        let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
-        scaler.transform_into(rows, &mut self.features)?;
-        self.labels.extend(y.iter().map(|&k| k as u32));
+        let scaled = self.store.scale(rows)?;
+        self.store.push(scaled, y.iter().map(|&k| k as u32));
         Ok(())
     }
 
     /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
     /// trees of each tree's predictive with branch-off. Any x ∈ R^D is allowed.
     pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        let Some(scaler) = &self.scaler else {
+        if self.store.scaler.is_none() {
             return Err(MondrianError::NotFitted);
-        };
-        let rows = self.rows(x, n_features)?;
-        let mut scaled = Vec::new();
-        scaler.transform_into(&rows, &mut scaled)?;
+        }
+        let rows = self.store.rows(x, n_features)?;
+        let scaled = self.store.scale(&rows)?;
         let k = self.n_classes;
         let mut out = vec![0.0; rows.n_rows() * k];
         let model = LabelModel {
@@ -405,7 +379,7 @@ impl MondrianForestClassifier {
 
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
-        summarize(&self.trees, store_bytes(&self.features, &self.labels))
+        summarize(&self.trees, self.store.bytes())
     }
 
     /// Checks a decoded model and restores its thread pool.
@@ -413,16 +387,14 @@ impl MondrianForestClassifier {
         self.pool = Pool::new(self.params.n_threads);
         let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
         self.params.validate()?;
-        let d = self.n_features.unwrap_or(0);
-        if self.n_features.is_some() != self.scaler.is_some() {
-            return bad("scaler and feature count disagree");
-        }
-        if self.scaler.as_ref().is_some_and(|s| s.n_features() != d)
-            || self.features.len() != self.labels.len() * d
+        self.store.check()?;
+        let d = self.store.n_features.unwrap_or(0);
+        if self
+            .store
+            .targets
+            .iter()
+            .any(|&y| y as usize >= self.n_classes)
         {
-            return bad("stored points do not match the feature count");
-        }
-        if self.labels.iter().any(|&y| y as usize >= self.n_classes) {
             return bad("a stored label exceeds the class count");
         }
         if self

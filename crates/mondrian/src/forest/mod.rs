@@ -167,7 +167,8 @@ impl<T: Copy> PointStore<T> {
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        store_bytes(&self.features, &self.targets)
+        std::mem::size_of_val(self.features.as_slice())
+            + std::mem::size_of_val(self.targets.as_slice())
     }
 
     /// Shape checks after loading a model.
@@ -184,11 +185,6 @@ impl<T: Copy> PointStore<T> {
         }
         Ok(())
     }
-}
-
-/// Bytes of a store of `n_points` scaled rows of `n_features` plus their targets.
-pub(crate) fn store_bytes<T>(features: &[Feature], targets: &[T]) -> usize {
-    std::mem::size_of_val(features) + std::mem::size_of_val(targets)
 }
 
 /// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
