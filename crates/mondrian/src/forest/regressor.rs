@@ -182,15 +182,13 @@ impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
         params.validate()?;
-        Ok(MondrianForestRegressor {
-            pool: Pool::new(params.n_threads),
+        Ok(RegressorState {
             params,
             store: PointStore::new(),
             labels: Moments::default(),
             trees: Vec::new(),
-            theta: None,
-            messages: Vec::new(),
-        })
+        }
+        .into())
     }
 
     /// The hyper-parameters.
