@@ -12,7 +12,10 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::metrics::{accuracy, log_loss};
-use mondrian::{BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, Scaling};
+use mondrian::{
+    BranchCounts, ClassifierParams, FeatureWeights, MondrianError, MondrianForestClassifier,
+    Scaling,
+};
 use serde::{Deserialize, Serialize};
 
 use io::{integer_labels, read_dataset, read_features, DataError, Dataset};
@@ -144,6 +147,32 @@ struct ForestArgs {
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     theta: ThetaArg,
+    /// Per-feature stretch of the trees' space (regression): `uniform`, `relevance`
+    /// (learnt from a pilot forest on the training data) or one weight per feature,
+    /// comma-separated.
+    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
+    feature_weights: FeatureWeights,
+}
+
+fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
+    match s {
+        "uniform" => Ok(FeatureWeights::Uniform),
+        "relevance" => Ok(FeatureWeights::Relevance),
+        list => {
+            let w = list
+                .split(',')
+                .map(|v| v.trim().parse::<f64>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    format!(
+                        "`{s}` is not `uniform`, `relevance` or a comma-separated list of numbers"
+                    )
+                })?;
+            let weights = FeatureWeights::Given(w);
+            weights.validate(None).map_err(|e| e.to_string())?;
+            Ok(weights)
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -756,6 +785,7 @@ fn run_demo() -> Result<(), CliError> {
         branch_counts: BranchArg::Paper,
         mode: ModeArg::Exact,
         theta: ThetaArg::Heuristic,
+        feature_weights: FeatureWeights::Uniform,
     };
     // Mini-batches that grow along the stream, so the early learning shows.
     let n = train.data.n_rows();

@@ -52,6 +52,7 @@ fn params_from(args: &ForestArgs, train: &Dataset) -> RegressorParams {
             },
             ..Default::default()
         },
+        feature_weights: args.feature_weights.clone(),
     }
 }
 
@@ -202,6 +203,7 @@ pub(crate) fn run_eval(
             "min_samples_split": forest.params().min_samples_split,
             "mode": format!("{:?}", forest.params().mode),
             "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
+            "feature_weights": forest.feature_weights(),
             "mu_h": theta.mu_h,
             "gamma1": theta.gamma1,
             "gamma2": theta.gamma2,

@@ -5,7 +5,7 @@
 //! (see `python/mondrian_ml`).
 
 use mondrian::{
-    BranchCounts, ClassifierParams, Estimate, HyperSettings, MondrianError,
+    BranchCounts, ClassifierParams, Estimate, FeatureWeights, HyperSettings, MondrianError,
     MondrianForestClassifier, MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams,
     Scaling,
 };
@@ -100,6 +100,26 @@ fn parse_scaling(spec: Option<&Bound<'_, PyAny>>) -> PyResult<Scaling> {
         PyValueError::new_err("feature ranges must be a sequence of (min, max) pairs")
     })?;
     Ok(Scaling::Ranges(ranges))
+}
+
+fn parse_feature_weights(spec: Option<&Bound<'_, PyAny>>) -> PyResult<FeatureWeights> {
+    let Some(spec) = spec else {
+        return Ok(FeatureWeights::Uniform);
+    };
+    if let Ok(s) = spec.cast::<PyString>() {
+        return match s.to_str()? {
+            "uniform" => Ok(FeatureWeights::Uniform),
+            "relevance" => Ok(FeatureWeights::Relevance),
+            other => Err(PyValueError::new_err(format!(
+                "feature_weights must be None, 'uniform', 'relevance' or one weight per \
+                 feature, not {other:?}"
+            ))),
+        };
+    }
+    let w: Vec<f64> = spec.extract().map_err(|_| {
+        PyValueError::new_err("feature_weights must be a string or a sequence of numbers")
+    })?;
+    Ok(FeatureWeights::Given(w))
 }
 
 /// The Rust Mondrian forest classifier. Labels are class indices `0..K`; the Python
@@ -236,6 +256,7 @@ impl RegressorCore {
         gamma2 = None,
         noise = None,
         theta_estimate = "heuristic",
+        feature_weights = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -251,6 +272,7 @@ impl RegressorCore {
         gamma2: Option<f64>,
         noise: Option<&Bound<'_, PyAny>>,
         theta_estimate: &str,
+        feature_weights: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let estimate = match theta_estimate {
             "heuristic" => Estimate::Heuristic,
@@ -302,6 +324,7 @@ impl RegressorCore {
             n_threads,
             bagging,
             scaling: parse_scaling(scaling)?,
+            feature_weights: parse_feature_weights(feature_weights)?,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,
@@ -373,6 +396,11 @@ impl RegressorCore {
         d.set_item("gamma2", t.gamma2)?;
         d.set_item("noise_var", t.noise_var)?;
         Ok(Some(d))
+    }
+
+    /// The feature weights in use (None before training).
+    fn feature_weights(&self) -> Option<Vec<f64>> {
+        self.inner.feature_weights().map(<[f64]>::to_vec)
     }
 }
 

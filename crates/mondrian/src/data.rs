@@ -137,12 +137,65 @@ impl Scaling {
     }
 }
 
-/// A frozen affine map `x ↦ (x − min) / (max − min)` per feature; a feature with zero
-/// range is only shifted, so its training values map to 0 (spec §6).
+/// How much room each feature gets in the trees' space, on top of the scaling.
+///
+/// A Mondrian process cuts a dimension at a rate proportional to its side length, so
+/// stretching feature d by `w_d` makes cuts on it `w_d` times as likely and its distances
+/// `w_d` times as large: the process is the Mondrian of the rescaled box, with every
+/// property it has (projectivity, online ≡ batch). Since the splits never look at the
+/// targets, features that do not matter take as many cuts as those that do; weighting
+/// them down is the remedy the thesis names for irrelevant features (ch. 6, §6.5.4).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub enum FeatureWeights {
+    /// Every feature weight 1 (the papers' setting).
+    #[default]
+    Uniform,
+    /// Weights given by the user, one per feature, finite and ≥ 0, not all 0.
+    Given(Vec<f64>),
+    /// Weights learnt from the first training call: a pilot forest with uniform weights
+    /// is grown on it, each feature scores the impurity its splits remove (summed over
+    /// every split of every pilot tree), and `w_d = score_d / max score`. The pilot's
+    /// splits ignore the targets, so a feature scores by what random cuts along it
+    /// explain, not by having been chosen.
+    Relevance,
+}
+
+impl FeatureWeights {
+    /// Checks given weights against the width (`None`: width not known yet).
+    pub fn validate(&self, n_features: Option<usize>) -> Result<()> {
+        let FeatureWeights::Given(w) = self else {
+            return Ok(());
+        };
+        let bad = |reason: String| {
+            Err(MondrianError::InvalidParameter {
+                name: "feature_weights",
+                reason,
+            })
+        };
+        if let Some(d) = n_features {
+            if w.len() != d {
+                return bad(format!("{} weights for {d} features", w.len()));
+            }
+        }
+        if let Some(v) = w.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+            return bad(format!("{v} is not a finite weight ≥ 0"));
+        }
+        if !w.iter().any(|&v| v > 0.0) {
+            return bad("at least one weight must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// A frozen affine map `x ↦ w · (x − min) / (max − min)` per feature, with feature weights
+/// `w` (1 unless set by [`FeatureWeights`]); a feature with zero range is only shifted, so
+/// its training values map to 0 (spec §6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeatureScaler {
     offset: Vec<f64>,
+    /// `w / (max − min)`: the whole factor, weight included.
     inv_range: Vec<f64>,
+    weights: Vec<f64>,
 }
 
 impl FeatureScaler {
@@ -151,6 +204,7 @@ impl FeatureScaler {
         FeatureScaler {
             offset: vec![0.0; n_features],
             inv_range: vec![1.0; n_features],
+            weights: vec![1.0; n_features],
         }
     }
 
@@ -170,7 +224,35 @@ impl FeatureScaler {
             offset.push(lo);
             inv_range.push(if hi > lo { 1.0 / (hi - lo) } else { 1.0 });
         }
-        Ok(FeatureScaler { offset, inv_range })
+        let weights = vec![1.0; offset.len()];
+        Ok(FeatureScaler {
+            offset,
+            inv_range,
+            weights,
+        })
+    }
+
+    /// The same map with each feature further stretched by `weights` (validated as
+    /// [`FeatureWeights::Given`]).
+    pub fn weighted(&self, weights: &[f64]) -> Result<Self> {
+        FeatureWeights::Given(weights.to_vec()).validate(Some(self.n_features()))?;
+        let mut out = self.clone();
+        for ((f, w), &v) in out.inv_range.iter_mut().zip(&mut out.weights).zip(weights) {
+            *f *= v;
+            *w *= v;
+        }
+        Ok(out)
+    }
+
+    /// The feature weights in use (all 1 unless set).
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// Σ_d w_d: the linear dimension of the unit box in the trees' space, which stands for
+    /// D in the heuristics that assume features in [0, 1].
+    pub fn effective_dimension(&self) -> f64 {
+        self.weights.iter().sum()
     }
 
     /// Min–max scaling fitted on the rows.

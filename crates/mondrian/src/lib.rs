@@ -18,7 +18,7 @@ pub mod process;
 pub mod stats;
 pub mod tree;
 
-pub use data::{FeatureScaler, FeatureValue, Rows, Scaling};
+pub use data::{FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling};
 pub use error::{MondrianError, Result};
 pub use forest::{
     ClassifierParams, ForestSummary, MondrianForestClassifier, MondrianForestRegressor,

@@ -11,9 +11,10 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (2: the classifier keeps its points in
-/// the shared point store; files of version 1 are refused with a clear error).
-pub const FORMAT_VERSION: u32 = 2;
+/// Version of the on-disk format written by this build (3: scalers carry feature weights;
+/// 2: the classifier keeps its points in the shared point store; files of earlier versions
+/// are refused with a clear error).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Writes `value` with the header for model kind `kind`.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {

@@ -51,6 +51,39 @@ pub(crate) fn new_trees<S>(
         .collect()
 }
 
+/// Feature scores for [`FeatureWeights::Relevance`](crate::data::FeatureWeights): the
+/// impurity each split removes (`removed(stats, node, left, right)`, clamped at 0), summed
+/// by split dimension over every split of every tree.
+pub(crate) fn split_relevance<S>(
+    trees: &[TreeUnit<S>],
+    n_features: usize,
+    removed: impl Fn(&S, u32, u32, u32) -> f64,
+) -> Vec<f64> {
+    let mut score = vec![0.0; n_features];
+    for unit in trees {
+        let Some(root) = unit.tree.root() else {
+            continue;
+        };
+        for j in unit.tree.subtree_preorder(root) {
+            if let Some((l, r)) = unit.tree.children(j) {
+                score[unit.tree.split_dimension(j)] += removed(&unit.stats, j, l, r).max(0.0);
+            }
+        }
+    }
+    score
+}
+
+/// `w_d = score_d / max score`; all 1 when no split removed anything (too few points or
+/// constant targets), since the scores then say nothing.
+pub(crate) fn relevance_weights(score: &[f64]) -> Vec<f64> {
+    let top = score.iter().copied().fold(0.0f64, f64::max);
+    if top > 0.0 && top.is_finite() {
+        score.iter().map(|s| s / top).collect()
+    } else {
+        vec![1.0; score.len()]
+    }
+}
+
 /// Size and shape of a fitted forest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ForestSummary {
@@ -137,6 +170,14 @@ impl<T: Copy> PointStore<T> {
     ) -> Result<()> {
         self.scaler = Some(scaling.scaler_for(rows)?);
         self.n_features = Some(rows.n_features());
+        Ok(())
+    }
+
+    /// Stretches the features by `weights` (before any point is stored).
+    pub(crate) fn reweight(&mut self, weights: &[f64]) -> Result<()> {
+        debug_assert!(self.features.is_empty());
+        let scaler = self.scaler.as_ref().ok_or(MondrianError::NotFitted)?;
+        self.scaler = Some(scaler.weighted(weights)?);
         Ok(())
     }
 
@@ -268,6 +309,12 @@ pub(crate) fn grow_trees<S>(
 
 /// SplitMix64 finaliser: a bijective mix of 64 bits.
 #[inline]
+/// Seed of the pilot forest behind [`FeatureWeights::Relevance`](crate::data::FeatureWeights),
+/// kept apart from the forest's own trees.
+pub(crate) fn pilot_seed(seed: u64) -> u64 {
+    mix64(seed ^ 0x5049_4c4f_5421_0001)
+}
+
 fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -4,8 +4,11 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, TreeUnit};
-use crate::data::{FeatureValue, Scaling};
+use super::{
+    grow_trees, new_trees, relevance_weights, split_relevance, summarize, ForestSummary,
+    PointStore, Pool, TreeUnit,
+};
+use crate::data::{FeatureValue, FeatureWeights, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
     estimate_theta, mixture_log_density, mixture_moments, mixture_quantile, Component, Estimate,
@@ -34,6 +37,9 @@ pub struct RegressorParams {
     /// How features are scaled before they reach the trees (the heuristic γ2 assumes
     /// [0, 1]).
     pub scaling: Scaling,
+    /// Per-feature stretch after the scaling, fixed by the first training call;
+    /// [`FeatureWeights::Relevance`] learns it from a pilot forest.
+    pub feature_weights: FeatureWeights,
 }
 
 impl Default for RegressorParams {
@@ -47,6 +53,7 @@ impl Default for RegressorParams {
             n_threads: 0,
             bagging: false,
             scaling: Scaling::FirstBatch,
+            feature_weights: FeatureWeights::Uniform,
         }
     }
 }
@@ -69,6 +76,7 @@ impl RegressorParams {
         if let Scaling::Ranges(r) = &self.scaling {
             crate::data::FeatureScaler::from_ranges(r)?;
         }
+        self.feature_weights.validate(None)?;
         self.hyper.validate()
     }
 }
@@ -275,11 +283,7 @@ impl MondrianForestRegressor {
             };
         }
         let new_store = match starting {
-            true => {
-                let mut store = PointStore::new();
-                store.start(&rows, &self.params.scaling)?;
-                Some(store)
-            }
+            true => Some(self.start_store(&rows, y)?),
             false => None,
         };
         let scaled = new_store.as_ref().unwrap_or(&self.store).scale(&rows)?;
@@ -306,6 +310,42 @@ impl MondrianForestRegressor {
         Ok(())
     }
 
+    /// A store whose scaling (and feature weights) the first rows fix.
+    fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
+        let mut store = PointStore::new();
+        store.start(rows, &self.params.scaling)?;
+        let weights = match &self.params.feature_weights {
+            FeatureWeights::Uniform => return Ok(store),
+            FeatureWeights::Given(w) => w.clone(),
+            FeatureWeights::Relevance => self.relevance(rows, y)?,
+        };
+        store.reweight(&weights)?;
+        Ok(store)
+    }
+
+    /// [`FeatureWeights::Relevance`]: a fast-mode pilot forest with uniform weights on the
+    /// rows; a split scores the squared error it removes, `m2(parent) − m2(left) −
+    /// m2(right)`.
+    fn relevance<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<Vec<f64>> {
+        let mut pilot = MondrianForestRegressor::new(RegressorParams {
+            mode: PredictionMode::Fast,
+            hyper: HyperSettings::default(),
+            seed: super::pilot_seed(self.params.seed),
+            feature_weights: FeatureWeights::Uniform,
+            ..self.params.clone()
+        })?;
+        pilot.fit(rows.values(), rows.n_features(), y)?;
+        let score = split_relevance(&pilot.trees, rows.n_features(), |s, j, l, r| {
+            s.get(j).m2 - s.get(l).m2 - s.get(r).m2
+        });
+        Ok(relevance_weights(&score))
+    }
+
+    /// The feature weights in use, once trained (all 1 unless set or learnt).
+    pub fn feature_weights(&self) -> Option<&[f64]> {
+        self.store.scaler.as_ref().map(|s| s.weights())
+    }
+
     fn init_trees(&mut self) {
         let d = self.store.n_features.unwrap_or(0);
         let pause = PauseRule {
@@ -328,7 +368,12 @@ impl MondrianForestRegressor {
         let Some(d) = self.store.n_features else {
             return;
         };
-        let mut theta = Theta::heuristic(self.labels, d, &self.params.hyper);
+        let extent = self
+            .store
+            .scaler
+            .as_ref()
+            .map_or(d as f64, |s| s.effective_dimension());
+        let mut theta = Theta::heuristic_for_extent(self.labels, extent, &self.params.hyper);
         let trees = &self.trees;
         let upward = |theta: Theta| -> Vec<Vec<Upward>> {
             let model = GaussianModel {

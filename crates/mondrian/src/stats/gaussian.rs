@@ -268,6 +268,13 @@ impl Theta {
     /// μ_H = ȳ, γ1 = 2Ks²/(K+2), σ_y² = γ1/K, γ2 = D/(20 log2 N), with K = min(2000, 2N).
     /// `settings.theta`, when given, is returned as it is.
     pub fn heuristic(labels: Moments, n_features: usize, settings: &HyperSettings) -> Theta {
+        Self::heuristic_for_extent(labels, n_features as f64, settings)
+    }
+
+    /// [`heuristic`](Self::heuristic) with D replaced by `extent`, the linear dimension of
+    /// the unit box in the trees' space: Σ_d w_d under feature weights, D without them. The
+    /// γ2 rule scales split times by it because τ is inversely proportional to it.
+    pub fn heuristic_for_extent(labels: Moments, extent: f64, settings: &HyperSettings) -> Theta {
         if let Some(theta) = settings.theta {
             return theta;
         }
@@ -287,7 +294,7 @@ impl Theta {
         };
         let gamma2 = settings
             .gamma2
-            .unwrap_or(n_features as f64 / (settings.gamma2_divisor * n.log2().max(1.0)));
+            .unwrap_or(extent / (settings.gamma2_divisor * n.log2().max(1.0)));
         Theta {
             mu_h: mean,
             gamma1,
