@@ -328,3 +328,70 @@ fn regression_bad_input() {
         "level",
     );
 }
+
+#[test]
+fn regression_feature_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
+    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let eval = |weights: &str| {
+        let out = mondrian()
+            .args([
+                "eval",
+                "--task",
+                "regression",
+                "--json",
+                "--feature-weights",
+                weights,
+            ])
+            .arg("--train")
+            .arg(&train)
+            .arg("--test")
+            .arg(&test)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        eval("uniform")["feature_weights"],
+        serde_json::json!([1.0, 1.0])
+    );
+    assert_eq!(
+        eval("2,0.5")["feature_weights"],
+        serde_json::json!([2.0, 0.5])
+    );
+    // y = 3a − b + small: a's cuts remove more squared error than b's.
+    let learnt = eval("relevance")["feature_weights"].clone();
+    assert_eq!(learnt[0], 1.0, "{learnt}");
+    assert!(
+        learnt[1].as_f64().is_some_and(|w| (0.0..1.0).contains(&w)),
+        "{learnt}"
+    );
+    for (bad, needle) in [
+        ("heavy", "not `uniform`, `relevance`"),
+        ("1,-2", "finite weight ≥ 0"),
+        ("0,0", "at least one weight"),
+        ("1,2,3", "3 weights for 2 features"),
+    ] {
+        fails_with(
+            mondrian()
+                .args([
+                    "eval",
+                    "--task",
+                    "regression",
+                    "--feature-weights",
+                    bad,
+                    "--train",
+                ])
+                .arg(&train)
+                .arg("--test")
+                .arg(&test),
+            needle,
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! Feature weights (`FeatureWeights`): the forest under weights w is the Mondrian process of
+//! the box stretched by w, and `Relevance` learns w from a target-blind pilot forest.
+
+mod common;
+
+use common::{chi2_gof, ks_one_sample, rng, Family};
+use mondrian::{
+    FeatureWeights, MondrianError, MondrianForestRegressor, PredictionMode, RegressorParams,
+};
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+
+fn forest(
+    n_trees: usize,
+    mss: usize,
+    weights: FeatureWeights,
+    seed: u64,
+) -> MondrianForestRegressor {
+    MondrianForestRegressor::new(RegressorParams {
+        n_trees,
+        min_samples_split: mss,
+        mode: PredictionMode::Fast,
+        seed,
+        feature_weights: weights,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// `n` points of U[0,1]^d plus the two corners, so every feature's range is exactly [0, 1].
+fn unit_cube(n: usize, d: usize, seed: u64) -> Vec<f64> {
+    let mut r = rng(seed);
+    let mut x: Vec<f64> = (0..n * d).map(|_| r.gen()).collect();
+    x.extend(std::iter::repeat_n(0.0, d));
+    x.extend(std::iter::repeat_n(1.0, d));
+    x
+}
+
+#[test]
+fn weighted_trees_are_the_mondrian_process_of_the_stretched_box() {
+    // Under weights w the root block is Π_d [0, w_d]: its split time is Exp(Σ w_d), its
+    // dimension is d with probability w_d / Σ w, and its location is uniform on [0, w_d]
+    // (spec mf-classification.md §1.4 on the stretched box). 4000 trees; KS and χ² at a
+    // family-wise level of 1e-3.
+    let w = [1.0, 2.0, 4.0];
+    let total: f64 = w.iter().sum();
+    let x = unit_cube(18, 3, 1);
+    let y: Vec<f64> = (0..20).map(|i| i as f64).collect();
+    let mut f = forest(4000, 2, FeatureWeights::Given(w.to_vec()), 7);
+    f.fit(&x, 3, &y).unwrap();
+    assert_eq!(f.feature_weights().unwrap(), &w);
+    let mut times = Vec::new();
+    let mut dims = [0u64; 3];
+    let mut locs: [Vec<f64>; 3] = Default::default();
+    for t in 0..4000 {
+        let (tree, _) = f.tree(t).unwrap();
+        let root = tree.root().unwrap();
+        times.push(tree.split_time(root));
+        let d = tree.split_dimension(root);
+        dims[d] += 1;
+        locs[d].push(f64::from(tree.split_location(root)));
+    }
+    let mut family = Family::new("weighted root block");
+    family.push(
+        "split time ~ Exp(Σw)",
+        ks_one_sample(&times, |t| 1.0 - (-total * t).exp()),
+    );
+    family.push("dimension ∝ w", chi2_gof(&dims, &w.map(|v| v / total)));
+    for (d, l) in locs.iter().enumerate() {
+        let wd = w[d];
+        family.push(
+            format!("location on dim {d} ~ U[0, {wd}]"),
+            ks_one_sample(l, move |v| (v / wd).clamp(0.0, 1.0)),
+        );
+    }
+    family.assert();
+}
+
+#[test]
+fn a_zero_weight_feature_is_never_cut_and_does_not_move_predictions() {
+    let x = unit_cube(60, 2, 2);
+    let y: Vec<f64> = x.chunks(2).map(|r| r[0] * 3.0 + r[1]).collect();
+    let mut f = forest(20, 2, FeatureWeights::Given(vec![1.0, 0.0]), 3);
+    f.fit(&x, 2, &y).unwrap();
+    for t in 0..20 {
+        let (tree, _) = f.tree(t).unwrap();
+        for j in tree.subtree_preorder(tree.root().unwrap()) {
+            if tree.children(j).is_some() {
+                assert_eq!(
+                    tree.split_dimension(j),
+                    0,
+                    "tree {t} cut the zero-weight feature"
+                );
+            }
+        }
+    }
+    let a = f.predict(&[0.3, 0.1, 0.3, 0.9, 0.3, 40.0], 2).unwrap();
+    assert_eq!(a.mean[0], a.mean[1]);
+    assert_eq!(a.mean[0], a.mean[2]);
+    assert_eq!(a.variance[0], a.variance[2]);
+}
+
+#[test]
+fn the_time_scale_heuristic_uses_the_effective_dimension() {
+    // γ2 = D/(20 log2 N) with D the linear dimension of the unit box in the trees' space,
+    // Σ w_d (spec mf-regression.md §2.5, "τ is inversely proportional to D").
+    let x = unit_cube(62, 3, 4);
+    let y: Vec<f64> = (0..64).map(|i| (i as f64).sin()).collect();
+    for (weights, extent) in [
+        (FeatureWeights::Uniform, 3.0),
+        (FeatureWeights::Given(vec![0.5, 0.25, 2.0]), 2.75),
+    ] {
+        let mut f = MondrianForestRegressor::new(RegressorParams {
+            feature_weights: weights,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x, 3, &y).unwrap();
+        let expected = extent / (20.0 * 64f64.log2());
+        assert!((f.theta().unwrap().gamma2 - expected).abs() < 1e-12);
+    }
+}
+
+/// y = sin(6 x0) + N(0, 0.1²) on U[0,1]^5: only the first feature matters.
+fn one_relevant_feature(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = rng(seed);
+    let noise = Normal::new(0.0, 0.1).unwrap();
+    let x: Vec<f64> = (0..n * 5).map(|_| r.gen()).collect();
+    let y = x
+        .chunks(5)
+        .map(|row| (6.0 * row[0]).sin() + noise.sample(&mut r))
+        .collect();
+    (x, y)
+}
+
+fn rmse(f: &MondrianForestRegressor, x: &[f64], y: &[f64]) -> f64 {
+    let p = f.predict(x, 5).unwrap();
+    let se: f64 = p.mean.iter().zip(y).map(|(m, v)| (m - v).powi(2)).sum();
+    (se / y.len() as f64).sqrt()
+}
+
+#[test]
+fn relevance_finds_the_feature_the_target_depends_on() {
+    // A random cut along an irrelevant feature removes about σ² = 0.01 of squared error
+    // (one degree of freedom of noise); cuts along x0 remove the signal, whose variance is
+    // about 0.5 over a few hundred points. The learnt weight of x0 is therefore 1 and the
+    // others small; the weighted forest then predicts held-out data better.
+    let (x, y) = one_relevant_feature(600, 5);
+    let (xt, yt) = one_relevant_feature(400, 6);
+    let mut learnt = forest(30, 5, FeatureWeights::Relevance, 8);
+    learnt.fit(&x, 5, &y).unwrap();
+    let w = learnt.feature_weights().unwrap().to_vec();
+    assert_eq!(w[0], 1.0);
+    assert!(
+        w[1..].iter().all(|&v| (0.0..0.2).contains(&v)),
+        "weights {w:?}"
+    );
+    let mut uniform = forest(30, 5, FeatureWeights::Uniform, 8);
+    uniform.fit(&x, 5, &y).unwrap();
+    assert_eq!(uniform.feature_weights().unwrap(), &[1.0; 5]);
+    let (r_learnt, r_uniform) = (rmse(&learnt, &xt, &yt), rmse(&uniform, &xt, &yt));
+    assert!(r_learnt < 0.8 * r_uniform, "{r_learnt} vs {r_uniform}");
+}
+
+#[test]
+fn learnt_weights_are_reproducible_thread_independent_and_saved() {
+    let (x, y) = one_relevant_feature(300, 9);
+    let fit = |threads: usize| {
+        let mut f = MondrianForestRegressor::new(RegressorParams {
+            n_trees: 12,
+            n_threads: threads,
+            seed: 4,
+            feature_weights: FeatureWeights::Relevance,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x, 5, &y).unwrap();
+        f
+    };
+    let (a, b) = (fit(1), fit(2));
+    assert_eq!(a.feature_weights(), b.feature_weights());
+    let probe = &x[..50];
+    assert_eq!(a.predict(probe, 5).unwrap(), b.predict(probe, 5).unwrap());
+    let back = MondrianForestRegressor::from_bytes(&a.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.feature_weights(), a.feature_weights());
+    assert_eq!(
+        back.predict(probe, 5).unwrap(),
+        a.predict(probe, 5).unwrap()
+    );
+    // Online training keeps the weights the first call fixed.
+    let mut online = fit(1);
+    let before = online.feature_weights().unwrap().to_vec();
+    online.partial_fit(&x[..10], 5, &y[..2]).unwrap();
+    assert_eq!(online.feature_weights().unwrap(), before.as_slice());
+}
+
+#[test]
+fn relevance_without_information_leaves_the_weights_uniform() {
+    // Constant targets: no split removes anything, so the scores say nothing.
+    let x = unit_cube(30, 3, 10);
+    let mut f = forest(5, 2, FeatureWeights::Relevance, 1);
+    f.fit(&x, 3, &[2.5; 32]).unwrap();
+    assert_eq!(f.feature_weights().unwrap(), &[1.0; 3]);
+    // A first online call of one point cannot be split either.
+    let mut g = forest(5, 2, FeatureWeights::Relevance, 1);
+    g.partial_fit(&x[..3], 3, &[1.0]).unwrap();
+    assert_eq!(g.feature_weights().unwrap(), &[1.0; 3]);
+}
+
+#[test]
+fn bad_weights_are_refused() {
+    for bad in [
+        vec![1.0, -0.5],
+        vec![f64::NAN, 1.0],
+        vec![f64::INFINITY, 1.0],
+        vec![0.0, 0.0],
+    ] {
+        let r = MondrianForestRegressor::new(RegressorParams {
+            feature_weights: FeatureWeights::Given(bad.clone()),
+            ..Default::default()
+        });
+        assert!(
+            matches!(
+                r,
+                Err(MondrianError::InvalidParameter {
+                    name: "feature_weights",
+                    ..
+                })
+            ),
+            "{bad:?} was accepted"
+        );
+    }
+    // The width is known only at the first fit: a wrong count is refused there and the
+    // model stays untrained.
+    let mut f = forest(3, 2, FeatureWeights::Given(vec![1.0, 2.0]), 0);
+    let err = f.fit(&unit_cube(5, 3, 0), 3, &[0.0; 7]).unwrap_err();
+    assert!(
+        err.to_string().contains("2 weights for 3 features"),
+        "{err}"
+    );
+    assert_eq!(f.n_samples_seen(), 0);
+    assert!(f.predict(&[0.0; 3], 3).is_err());
+}
