@@ -147,32 +147,15 @@ struct ForestArgs {
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     theta: ThetaArg,
-    /// Per-feature stretch of the trees' space (regression): `uniform`, `relevance`
-    /// (learnt from a pilot forest on the training data) or one weight per feature,
-    /// comma-separated.
+    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
+    /// forest on the training data; `relevance:P` raises the learnt weights to the power
+    /// P) or one weight per feature, comma-separated.
     #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
     feature_weights: FeatureWeights,
 }
 
 fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
-    match s {
-        "uniform" => Ok(FeatureWeights::Uniform),
-        "relevance" => Ok(FeatureWeights::Relevance),
-        list => {
-            let w = list
-                .split(',')
-                .map(|v| v.trim().parse::<f64>())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| {
-                    format!(
-                        "`{s}` is not `uniform`, `relevance` or a comma-separated list of numbers"
-                    )
-                })?;
-            let weights = FeatureWeights::Given(w);
-            weights.validate(None).map_err(|e| e.to_string())?;
-            Ok(weights)
-        }
-    }
+    FeatureWeights::parse(s).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -321,6 +304,7 @@ fn params_from(args: &ForestArgs, train: &Dataset, n_classes: usize) -> Classifi
         },
         n_classes: Some(n_classes),
         scaling: Scaling::Ranges(ranges),
+        feature_weights: args.feature_weights.clone(),
     }
 }
 
@@ -538,6 +522,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             "lifetime": lifetime_text(args.lifetime),
             "discount_factor": args.discount_factor,
             "gamma": forest.gamma(),
+            "feature_weights": forest.feature_weights(),
             "seed": args.seed,
             "bagging": args.bagging,
             "online": args.online,

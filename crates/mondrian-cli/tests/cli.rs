@@ -373,7 +373,8 @@ fn regression_feature_weights() {
         "{learnt}"
     );
     for (bad, needle) in [
-        ("heavy", "not `uniform`, `relevance`"),
+        ("heavy", "not `uniform`, `relevance[:power]`"),
+        ("relevance:0", "relevance power 0"),
         ("1,-2", "finite weight ≥ 0"),
         ("0,0", "at least one weight"),
         ("1,2,3", "3 weights for 2 features"),

@@ -107,14 +107,7 @@ fn parse_feature_weights(spec: Option<&Bound<'_, PyAny>>) -> PyResult<FeatureWei
         return Ok(FeatureWeights::Uniform);
     };
     if let Ok(s) = spec.cast::<PyString>() {
-        return match s.to_str()? {
-            "uniform" => Ok(FeatureWeights::Uniform),
-            "relevance" => Ok(FeatureWeights::Relevance),
-            other => Err(PyValueError::new_err(format!(
-                "feature_weights must be None, 'uniform', 'relevance' or one weight per \
-                 feature, not {other:?}"
-            ))),
-        };
+        return FeatureWeights::parse(s.to_str()?).map_err(py_err);
     }
     let w: Vec<f64> = spec.extract().map_err(|_| {
         PyValueError::new_err("feature_weights must be a string or a sequence of numbers")
@@ -149,6 +142,7 @@ impl ClassifierCore {
         branch_counts = "paper",
         n_classes = None,
         scaling = None,
+        feature_weights = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -163,6 +157,7 @@ impl ClassifierCore {
         branch_counts: &str,
         n_classes: Option<usize>,
         scaling: Option<&Bound<'_, PyAny>>,
+        feature_weights: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let branch_counts = match branch_counts {
             "paper" => BranchCounts::Paper,
@@ -185,6 +180,7 @@ impl ClassifierCore {
             branch_counts,
             n_classes,
             scaling: parse_scaling(scaling)?,
+            feature_weights: parse_feature_weights(feature_weights)?,
         };
         Ok(Self::wrap(
             MondrianForestClassifier::new(params).map_err(py_err)?,
@@ -397,11 +393,6 @@ impl RegressorCore {
         d.set_item("noise_var", t.noise_var)?;
         Ok(Some(d))
     }
-
-    /// The feature weights in use (None before training).
-    fn feature_weights(&self) -> Option<Vec<f64>> {
-        self.inner.feature_weights().map(<[f64]>::to_vec)
-    }
 }
 
 fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<Bound<'py, PyDict>> {
@@ -507,6 +498,11 @@ macro_rules! common_methods {
             #[getter]
             fn _last_input_address(&self) -> usize {
                 self.last_input_address.load(Ordering::Relaxed)
+            }
+
+            /// The feature weights in use (None before training).
+            fn feature_weights(&self) -> Option<Vec<f64>> {
+                self.inner.feature_weights().map(<[f64]>::to_vec)
             }
 
             /// Size and depth statistics as a dict.

@@ -198,3 +198,26 @@ def test_docstring_examples_run():
         assert result.failed == 0
     assert doctest.testmod(mondrian_ml._classifier).attempted >= 3
     assert doctest.testmod(mondrian_ml._regressor).attempted >= 3
+
+
+def test_classifier_feature_weights():
+    # Labels depend on the first of six features only: relevance weights find it and
+    # classify held-out data better; given weights are used as they are.
+    rng = np.random.default_rng(21)
+    X = rng.random((600, 6))
+    y = (X[:, 0] > 0.5).astype(int) ^ (rng.random(600) < 0.1)
+    Xt = rng.random((400, 6))
+    yt = (Xt[:, 0] > 0.5).astype(int)
+    kw = dict(n_estimators=20, random_state=0)
+    learnt = MondrianForestClassifier(feature_weights="relevance", **kw).fit(X, y)
+    w = learnt.feature_weights_
+    assert w[0] == 1.0 and np.all(w[1:] < 0.5)
+    plain = MondrianForestClassifier(**kw).fit(X, y)
+    assert learnt.score(Xt, yt) > plain.score(Xt, yt) + 0.02
+    sharp = MondrianForestClassifier(feature_weights="relevance:2", **kw).fit(X, y)
+    np.testing.assert_allclose(sharp.feature_weights_, w**2)
+    given = MondrianForestClassifier(feature_weights=[1, 0, 0, 0, 0, 2], **kw).fit(X, y)
+    np.testing.assert_array_equal(given.feature_weights_, [1, 0, 0, 0, 0, 2])
+    for bad in ("relevance:-1", [1, 2], "heavy"):
+        with pytest.raises(ValueError, match="feature_weights"):
+            MondrianForestClassifier(feature_weights=bad).fit(X, y)

@@ -154,23 +154,72 @@ pub enum FeatureWeights {
     Given(Vec<f64>),
     /// Weights learnt from the first training call: a pilot forest with uniform weights
     /// is grown on it, each feature scores the impurity its splits remove (summed over
-    /// every split of every pilot tree), and `w_d = score_d / max score`. The pilot's
-    /// splits ignore the targets, so a feature scores by what random cuts along it
-    /// explain, not by having been chosen.
-    Relevance,
+    /// every split of every pilot tree), and `w_d = (score_d / max score)^power`. The
+    /// pilot's splits ignore the targets, so a feature scores by what random cuts along it
+    /// explain, not by having been chosen. A larger power concentrates the cuts on the
+    /// best-scoring features.
+    Relevance {
+        /// Exponent applied to the normalised scores (finite, > 0; 1 by default).
+        power: f64,
+    },
 }
 
 impl FeatureWeights {
-    /// Checks given weights against the width (`None`: width not known yet).
-    pub fn validate(&self, n_features: Option<usize>) -> Result<()> {
-        let FeatureWeights::Given(w) = self else {
-            return Ok(());
+    /// Reads `uniform`, `relevance`, `relevance:P` (power P) or comma-separated weights,
+    /// as the CLI and the Python package spell feature weights.
+    pub fn parse(spec: &str) -> Result<FeatureWeights> {
+        let weights = match spec.trim() {
+            "uniform" => FeatureWeights::Uniform,
+            "relevance" => FeatureWeights::RELEVANCE,
+            s => match s.strip_prefix("relevance:") {
+                Some(p) => FeatureWeights::Relevance {
+                    power: p
+                        .trim()
+                        .parse()
+                        .map_err(|_| MondrianError::InvalidParameter {
+                            name: "feature_weights",
+                            reason: format!("relevance power `{p}` is not a number"),
+                        })?,
+                },
+                None => FeatureWeights::Given(
+                    s.split(',')
+                        .map(|v| v.trim().parse::<f64>())
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|_| MondrianError::InvalidParameter {
+                            name: "feature_weights",
+                            reason: format!(
+                                "`{s}` is not `uniform`, `relevance[:power]` or a \
+                                 comma-separated list of numbers"
+                            ),
+                        })?,
+                ),
+            },
         };
+        weights.validate(None)?;
+        Ok(weights)
+    }
+
+    /// [`Relevance`](Self::Relevance) with power 1.
+    pub const RELEVANCE: FeatureWeights = FeatureWeights::Relevance { power: 1.0 };
+
+    /// Checks given weights against the width (`None`: width not known yet) and the
+    /// relevance power.
+    pub fn validate(&self, n_features: Option<usize>) -> Result<()> {
         let bad = |reason: String| {
             Err(MondrianError::InvalidParameter {
                 name: "feature_weights",
                 reason,
             })
+        };
+        let w = match self {
+            FeatureWeights::Uniform => return Ok(()),
+            FeatureWeights::Relevance { power } => {
+                return match power.is_finite() && *power > 0.0 {
+                    true => Ok(()),
+                    false => bad(format!("relevance power {power} is not finite and > 0")),
+                }
+            }
+            FeatureWeights::Given(w) => w,
         };
         if let Some(d) = n_features {
             if w.len() != d {

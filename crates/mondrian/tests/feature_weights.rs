@@ -1,11 +1,13 @@
-//! Feature weights (`FeatureWeights`): the forest under weights w is the Mondrian process of
-//! the box stretched by w, and `Relevance` learns w from a target-blind pilot forest.
+//! Feature weights (`FeatureWeights`, both forests): the forest under weights w is the
+//! Mondrian process of the box stretched by w, and `Relevance` learns w from a target-blind
+//! pilot forest.
 
 mod common;
 
 use common::{chi2_gof, ks_one_sample, rng, Family};
 use mondrian::{
-    FeatureWeights, MondrianError, MondrianForestRegressor, PredictionMode, RegressorParams,
+    ClassifierParams, FeatureWeights, MondrianError, MondrianForestClassifier,
+    MondrianForestRegressor, PredictionMode, RegressorParams,
 };
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
@@ -147,7 +149,7 @@ fn relevance_finds_the_feature_the_target_depends_on() {
     // others small; the weighted forest then predicts held-out data better.
     let (x, y) = one_relevant_feature(600, 5);
     let (xt, yt) = one_relevant_feature(400, 6);
-    let mut learnt = forest(30, 5, FeatureWeights::Relevance, 8);
+    let mut learnt = forest(30, 5, FeatureWeights::RELEVANCE, 8);
     learnt.fit(&x, 5, &y).unwrap();
     let w = learnt.feature_weights().unwrap().to_vec();
     assert_eq!(w[0], 1.0);
@@ -170,7 +172,7 @@ fn learnt_weights_are_reproducible_thread_independent_and_saved() {
             n_trees: 12,
             n_threads: threads,
             seed: 4,
-            feature_weights: FeatureWeights::Relevance,
+            feature_weights: FeatureWeights::RELEVANCE,
             ..Default::default()
         })
         .unwrap();
@@ -198,11 +200,11 @@ fn learnt_weights_are_reproducible_thread_independent_and_saved() {
 fn relevance_without_information_leaves_the_weights_uniform() {
     // Constant targets: no split removes anything, so the scores say nothing.
     let x = unit_cube(30, 3, 10);
-    let mut f = forest(5, 2, FeatureWeights::Relevance, 1);
+    let mut f = forest(5, 2, FeatureWeights::RELEVANCE, 1);
     f.fit(&x, 3, &[2.5; 32]).unwrap();
     assert_eq!(f.feature_weights().unwrap(), &[1.0; 3]);
     // A first online call of one point cannot be split either.
-    let mut g = forest(5, 2, FeatureWeights::Relevance, 1);
+    let mut g = forest(5, 2, FeatureWeights::RELEVANCE, 1);
     g.partial_fit(&x[..3], 3, &[1.0]).unwrap();
     assert_eq!(g.feature_weights().unwrap(), &[1.0; 3]);
 }
@@ -240,4 +242,84 @@ fn bad_weights_are_refused() {
     );
     assert_eq!(f.n_samples_seen(), 0);
     assert!(f.predict(&[0.0; 3], 3).is_err());
+}
+
+#[test]
+fn the_relevance_power_sharpens_and_bad_powers_are_refused() {
+    let (x, y) = one_relevant_feature(400, 11);
+    let learn = |power: f64| {
+        let mut f = forest(20, 5, FeatureWeights::Relevance { power }, 8);
+        f.fit(&x, 5, &y).unwrap();
+        f.feature_weights().unwrap().to_vec()
+    };
+    let (one, two) = (learn(1.0), learn(2.0));
+    // Same pilot, so the weights are the squares.
+    for (a, b) in one.iter().zip(&two) {
+        assert!((a * a - b).abs() < 1e-12, "{one:?} {two:?}");
+    }
+    for power in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let r = MondrianForestRegressor::new(RegressorParams {
+            feature_weights: FeatureWeights::Relevance { power },
+            ..Default::default()
+        });
+        assert!(r.is_err(), "power {power} accepted");
+    }
+    assert_eq!(
+        FeatureWeights::parse("relevance:2.5").unwrap(),
+        FeatureWeights::Relevance { power: 2.5 }
+    );
+    assert_eq!(
+        FeatureWeights::parse("relevance").unwrap(),
+        FeatureWeights::RELEVANCE
+    );
+    assert_eq!(
+        FeatureWeights::parse(" 1, 0.5 ").unwrap(),
+        FeatureWeights::Given(vec![1.0, 0.5])
+    );
+    for bad in ["relevance:x", "relevance:0", "1,a", "", "0,0"] {
+        assert!(FeatureWeights::parse(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+/// Labels 1{x0 > 0.5} on U[0,1]^6 with 10 % flipped: only the first feature matters.
+fn one_relevant_class(n: usize, seed: u64) -> (Vec<f64>, Vec<usize>) {
+    let mut r = rng(seed);
+    let x: Vec<f64> = (0..n * 6).map(|_| r.gen()).collect();
+    let y = x
+        .chunks(6)
+        .map(|row| usize::from(row[0] > 0.5) ^ usize::from(r.gen::<f64>() < 0.1))
+        .collect();
+    (x, y)
+}
+
+#[test]
+fn classifier_relevance_finds_the_feature_the_labels_depend_on() {
+    // A label-blind cut along an irrelevant feature removes only chance Gini impurity;
+    // cuts along x0 separate the classes. The learnt weights say so, γ = 10·Σw, and the
+    // weighted forest classifies held-out data better.
+    let (x, y) = one_relevant_class(500, 12);
+    let (xt, yt) = one_relevant_class(500, 13);
+    let fit = |weights: FeatureWeights| {
+        let mut f = MondrianForestClassifier::new(ClassifierParams {
+            n_trees: 20,
+            seed: 3,
+            feature_weights: weights,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x, 6, &y).unwrap();
+        f
+    };
+    let (learnt, plain) = (fit(FeatureWeights::RELEVANCE), fit(FeatureWeights::Uniform));
+    let w = learnt.feature_weights().unwrap().to_vec();
+    assert_eq!(w[0], 1.0);
+    assert!(w[1..].iter().all(|&v| (0.0..0.5).contains(&v)), "{w:?}");
+    assert!((learnt.gamma() - 10.0 * w.iter().sum::<f64>()).abs() < 1e-9);
+    assert_eq!(plain.gamma(), 60.0);
+    let accuracy = |f: &MondrianForestClassifier| {
+        let p = f.predict(&xt, 6).unwrap();
+        p.iter().zip(&yt).filter(|(a, b)| a == b).count() as f64 / yt.len() as f64
+    };
+    let (a_learnt, a_plain) = (accuracy(&learnt), accuracy(&plain));
+    assert!(a_learnt > a_plain + 0.02, "{a_learnt} vs {a_plain}");
 }

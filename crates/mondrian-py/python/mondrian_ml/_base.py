@@ -60,6 +60,24 @@ class _MondrianBase:
             )
         return [(float(lo), float(hi)) for lo, hi in arr]
 
+    def _feature_weights(self, n_features):
+        weights = self.feature_weights
+        if weights is None or isinstance(weights, str):
+            return weights  # the core reads 'uniform', 'relevance' and 'relevance:P'
+        arr = np.asarray(weights, dtype=np.float64)
+        if arr.shape != (n_features,):
+            raise ValueError(
+                f"feature_weights must hold one weight per feature ({n_features}), "
+                f"got shape {arr.shape}"
+            )
+        return arr.tolist()
+
+    @property
+    def feature_weights_(self):
+        """The feature weights in use (learnt ones with ``feature_weights="relevance"``)."""
+        check_is_fitted(self)
+        return np.asarray(self._core.feature_weights())
+
     def _core_for_use(self):
         """The fitted core, with the thread count of the current ``n_jobs``."""
         core = self._core

@@ -68,6 +68,14 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         first ``learn_one`` point gives no range, so features are then only shifted: give
         ranges for streams. ``"identity"``: features are used as they are. An array:
         ``(min, max)`` per feature.
+    feature_weights : None, "relevance", "relevance:P" or array-like of shape (n_features,), default=None
+        Stretch of each (scaled) feature in the trees' space: cuts along feature d become
+        ``w_d`` times as likely and its distances ``w_d`` times as large (the Mondrian
+        process of the stretched box; γ uses Σ w_d for D). ``None``: all 1, as in the
+        paper. ``"relevance"``: learnt from the first training call by a pilot forest with
+        weights 1, as the Gini impurity its (label-blind) cuts along each feature remove,
+        divided by the largest (``"relevance:P"`` raises that to the power P); it helps
+        when few features matter (dna). Or one weight ≥ 0 per feature.
     n_jobs : int, default=None
         Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
         fitted model is the same whatever the number.
@@ -115,6 +123,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         pause_on_pure=True,
         branch_counts="paper",
         feature_ranges=None,
+        feature_weights=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -126,6 +135,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self.pause_on_pure = pause_on_pure
         self.branch_counts = branch_counts
         self.feature_ranges = feature_ranges
+        self.feature_weights = feature_weights
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -159,6 +169,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             branch_counts=self.branch_counts,
             n_classes=n_classes,
             scaling=self._scaling(n_features),
+            feature_weights=self._feature_weights(n_features),
         )
 
     # ------------------------------------------------------------------ labels

@@ -52,13 +52,14 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     feature_ranges : None, "identity" or array-like of shape (n_features, 2), default=None
         As for :class:`MondrianForestClassifier`: min–max scaling from the first training
         call, given ranges, or none.
-    feature_weights : None, "relevance" or array-like of shape (n_features,), default=None
+    feature_weights : None, "relevance", "relevance:P" or array-like of shape (n_features,), default=None
         Stretch of each (scaled) feature in the trees' space: cuts along feature d become
         ``w_d`` times as likely and its distances ``w_d`` times as large (the Mondrian
         process of the stretched box). ``None``: all 1, as in the papers. ``"relevance"``:
         learnt from the first training call by a pilot forest with weights 1, as the
         squared error its (target-blind) cuts along each feature remove, divided by the
-        largest; it helps most when few features matter. Or one weight ≥ 0 per feature.
+        largest (``"relevance:P"`` raises that to the power P); it helps most when few
+        features matter. Or one weight ≥ 0 per feature.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -129,19 +130,6 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
                 "theta_estimate must be 'heuristic' or 'marginal_likelihood', "
                 f"got {self.theta_estimate!r}"
             )
-        weights = self.feature_weights
-        if weights is not None and not isinstance(weights, str):
-            weights = np.asarray(weights, dtype=np.float64)
-            if weights.shape != (n_features,):
-                raise ValueError(
-                    f"feature_weights must hold one weight per feature ({n_features}), "
-                    f"got shape {weights.shape}"
-                )
-            weights = weights.tolist()
-        elif weights is not None and weights not in ("uniform", "relevance"):
-            raise ValueError(
-                f"feature_weights must be None, 'relevance' or one weight per feature, got {weights!r}"
-            )
         return RegressorCore(
             n_trees=int(self.n_estimators),
             min_samples_split=int(self.min_samples_split),
@@ -154,13 +142,8 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             gamma2_divisor=float(self.gamma2_divisor),
             noise=noise,
             theta_estimate=self.theta_estimate,
-            feature_weights=weights,
+            feature_weights=self._feature_weights(n_features),
         )
-
-    @property
-    def feature_weights_(self):
-        check_is_fitted(self)
-        return np.asarray(self._core.feature_weights())
 
     @property
     def theta_(self):

@@ -2,8 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{grow_trees, new_trees, summarize, ForestSummary, PointStore, Pool, TreeUnit};
-use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
+use super::{
+    grow_trees, new_trees, relevance_weights, split_relevance, summarize, ForestSummary,
+    PointStore, Pool, TreeUnit,
+};
+use crate::data::{FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
@@ -39,6 +42,9 @@ pub struct ClassifierParams {
     pub n_classes: Option<usize>,
     /// How features are scaled before they reach the trees.
     pub scaling: Scaling,
+    /// Per-feature stretch after the scaling, fixed by the first training call;
+    /// [`FeatureWeights::Relevance`] learns it from a pilot forest (n·Gini removed).
+    pub feature_weights: FeatureWeights,
 }
 
 impl Default for ClassifierParams {
@@ -55,6 +61,7 @@ impl Default for ClassifierParams {
             branch_counts: BranchCounts::Paper,
             n_classes: None,
             scaling: Scaling::FirstBatch,
+            feature_weights: FeatureWeights::Uniform,
         }
     }
 }
@@ -86,7 +93,7 @@ impl ClassifierParams {
         if let Scaling::Ranges(r) = &self.scaling {
             FeatureScaler::from_ranges(r)?;
         }
-        Ok(())
+        self.feature_weights.validate(None)
     }
 }
 
@@ -162,9 +169,16 @@ impl MondrianForestClassifier {
     pub fn n_samples_seen(&self) -> usize {
         self.store.len()
     }
-    /// The discount rate γ = discount_factor × D.
+    /// The discount rate γ = discount_factor × D, with D the linear dimension of the unit
+    /// box in the trees' space (Σ_d w_d under feature weights; the number of features
+    /// without them).
     pub fn gamma(&self) -> f64 {
-        self.params.discount_factor * self.store.n_features.unwrap_or(0) as f64
+        let extent = self
+            .store
+            .scaler
+            .as_ref()
+            .map_or(0.0, |s| s.effective_dimension());
+        self.params.discount_factor * extent
     }
     /// The frozen feature scaler, once fitted.
     pub fn scaler(&self) -> Option<&FeatureScaler> {
@@ -240,7 +254,7 @@ impl MondrianForestClassifier {
         // Build into a fresh model so that a refused input leaves this one untouched.
         let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
         let k = fresh.check_labels(y, rows.n_rows())?;
-        fresh.initialise(&rows, k)?;
+        fresh.initialise(&rows, k, y)?;
         fresh.append(&rows, y)?;
         fresh.pool = std::mem::take(&mut self.pool);
         *self = fresh;
@@ -273,7 +287,7 @@ impl MondrianForestClassifier {
         // Every check runs before the model changes: a refused batch leaves it untouched.
         if self.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
-            fresh.initialise(&rows, k)?;
+            fresh.initialise(&rows, k, y)?;
             fresh.append(&rows, y)?;
             fresh.pool = std::mem::take(&mut self.pool);
             *self = fresh;
@@ -304,9 +318,22 @@ impl MondrianForestClassifier {
         );
     }
 
-    fn initialise<T: FeatureValue>(&mut self, rows: &Rows<T>, n_classes: usize) -> Result<()> {
+    fn initialise<T: FeatureValue>(
+        &mut self,
+        rows: &Rows<T>,
+        n_classes: usize,
+        y: &[usize],
+    ) -> Result<()> {
         let d = rows.n_features();
         self.store.start(rows, &self.params.scaling)?;
+        let weights = match &self.params.feature_weights {
+            FeatureWeights::Uniform => None,
+            FeatureWeights::Given(w) => Some(w.clone()),
+            FeatureWeights::Relevance { power } => Some(self.relevance(rows, y, *power)?),
+        };
+        if let Some(w) = weights {
+            self.store.reweight(&w)?;
+        }
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
             pause_on_pure: self.params.pause_on_pure,
@@ -322,6 +349,62 @@ impl MondrianForestClassifier {
             || LabelCounts::new(k),
         );
         Ok(())
+    }
+
+    /// [`FeatureWeights::Relevance`]: a pilot forest with uniform weights on the rows; a
+    /// split scores the Gini impurity mass it removes, with `n·Gini = n − Σ_k c_k²/n` from
+    /// the class counts of the points below each node (counted from the leaves, since the
+    /// nodes' own counts are the smoothing model's tables).
+    fn relevance<T: FeatureValue>(
+        &self,
+        rows: &Rows<T>,
+        y: &[usize],
+        power: f64,
+    ) -> Result<Vec<f64>> {
+        let mut pilot = MondrianForestClassifier::new(ClassifierParams {
+            seed: super::pilot_seed(self.params.seed),
+            feature_weights: FeatureWeights::Uniform,
+            ..self.params.clone()
+        })?;
+        pilot.fit(rows.values(), rows.n_features(), y)?;
+        let k = pilot.n_classes;
+        let targets = &pilot.store.targets;
+        let score = split_relevance(&pilot.trees, rows.n_features(), |u| {
+            let tree = &u.tree;
+            let mut counts = vec![0.0f64; tree.n_nodes() * k];
+            let mut impurity = vec![0.0; tree.n_nodes()];
+            let Some(root) = tree.root() else {
+                return impurity;
+            };
+            for j in tree.subtree_preorder(root).into_iter().rev() {
+                let ju = j as usize;
+                match tree.children(j) {
+                    Some((l, r)) => {
+                        for c in 0..k {
+                            counts[ju * k + c] =
+                                counts[l as usize * k + c] + counts[r as usize * k + c];
+                        }
+                    }
+                    None => {
+                        for &i in tree.leaf_points(j) {
+                            counts[ju * k + targets[i as usize] as usize] += 1.0;
+                        }
+                    }
+                }
+                let c = &counts[ju * k..(ju + 1) * k];
+                let n: f64 = c.iter().sum();
+                if n > 0.0 {
+                    impurity[ju] = n - c.iter().map(|v| v * v).sum::<f64>() / n;
+                }
+            }
+            impurity
+        });
+        Ok(relevance_weights(&score, power))
+    }
+
+    /// The feature weights in use, once trained (all 1 unless set or learnt).
+    pub fn feature_weights(&self) -> Option<&[f64]> {
+        self.store.scaler.as_ref().map(|s| s.weights())
     }
 
     fn append<T: FeatureValue>(&mut self, rows: &Rows<T>, y: &[usize]) -> Result<()> {

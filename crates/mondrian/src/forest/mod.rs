@@ -52,33 +52,36 @@ pub(crate) fn new_trees<S>(
 }
 
 /// Feature scores for [`FeatureWeights::Relevance`](crate::data::FeatureWeights): the
-/// impurity each split removes (`removed(stats, node, left, right)`, clamped at 0), summed
-/// by split dimension over every split of every tree.
+/// impurity each split removes, `I(node) − I(left) − I(right)` clamped at 0, summed by split
+/// dimension over every split of every tree. `impurity(unit)` gives one tree's `I` indexed
+/// by node (squared error for regression, n·Gini for classification).
 pub(crate) fn split_relevance<S>(
     trees: &[TreeUnit<S>],
     n_features: usize,
-    removed: impl Fn(&S, u32, u32, u32) -> f64,
+    impurity: impl Fn(&TreeUnit<S>) -> Vec<f64>,
 ) -> Vec<f64> {
     let mut score = vec![0.0; n_features];
     for unit in trees {
         let Some(root) = unit.tree.root() else {
             continue;
         };
+        let imp = impurity(unit);
         for j in unit.tree.subtree_preorder(root) {
             if let Some((l, r)) = unit.tree.children(j) {
-                score[unit.tree.split_dimension(j)] += removed(&unit.stats, j, l, r).max(0.0);
+                let removed = imp[j as usize] - imp[l as usize] - imp[r as usize];
+                score[unit.tree.split_dimension(j)] += removed.max(0.0);
             }
         }
     }
     score
 }
 
-/// `w_d = score_d / max score`; all 1 when no split removed anything (too few points or
-/// constant targets), since the scores then say nothing.
-pub(crate) fn relevance_weights(score: &[f64]) -> Vec<f64> {
+/// `w_d = (score_d / max score)^power`; all 1 when no split removed anything (too few
+/// points or constant targets), since the scores then say nothing.
+pub(crate) fn relevance_weights(score: &[f64], power: f64) -> Vec<f64> {
     let top = score.iter().copied().fold(0.0f64, f64::max);
     if top > 0.0 && top.is_finite() {
-        score.iter().map(|s| s / top).collect()
+        score.iter().map(|s| (s / top).powf(power)).collect()
     } else {
         vec![1.0; score.len()]
     }

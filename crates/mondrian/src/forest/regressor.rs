@@ -317,7 +317,7 @@ impl MondrianForestRegressor {
         let weights = match &self.params.feature_weights {
             FeatureWeights::Uniform => return Ok(store),
             FeatureWeights::Given(w) => w.clone(),
-            FeatureWeights::Relevance => self.relevance(rows, y)?,
+            FeatureWeights::Relevance { power } => self.relevance(rows, y, *power)?,
         };
         store.reweight(&weights)?;
         Ok(store)
@@ -326,7 +326,12 @@ impl MondrianForestRegressor {
     /// [`FeatureWeights::Relevance`]: a fast-mode pilot forest with uniform weights on the
     /// rows; a split scores the squared error it removes, `m2(parent) − m2(left) −
     /// m2(right)`.
-    fn relevance<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<Vec<f64>> {
+    fn relevance<T: FeatureValue>(
+        &self,
+        rows: &Rows<T>,
+        y: &[f64],
+        power: f64,
+    ) -> Result<Vec<f64>> {
         let mut pilot = MondrianForestRegressor::new(RegressorParams {
             mode: PredictionMode::Fast,
             hyper: HyperSettings::default(),
@@ -335,10 +340,12 @@ impl MondrianForestRegressor {
             ..self.params.clone()
         })?;
         pilot.fit(rows.values(), rows.n_features(), y)?;
-        let score = split_relevance(&pilot.trees, rows.n_features(), |s, j, l, r| {
-            s.get(j).m2 - s.get(l).m2 - s.get(r).m2
+        let score = split_relevance(&pilot.trees, rows.n_features(), |u| {
+            (0..u.tree.n_nodes() as u32)
+                .map(|j| u.stats.get(j).m2)
+                .collect()
         });
-        Ok(relevance_weights(&score))
+        Ok(relevance_weights(&score, power))
     }
 
     /// The feature weights in use, once trained (all 1 unless set or learnt).
