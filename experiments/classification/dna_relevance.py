@@ -69,9 +69,9 @@ def main():
     ]
     for k, r in rows.items():
         name = f"**{k}** (chosen)" if k == best else k
+        top = "– (all equal)" if k == "uniform" else f"{r['top60_relevant']}/60"
         lines.append(f"| {name} | {r['val']:.4f} | {r['test']:.4f} | {r['log_loss']:.4f} | "
-                     f"{r['train_seconds']:.2f} | {r['top60_relevant']}/60 | "
-                     f"{r['weight_share_relevant']:.2f} |")
+                     f"{r['train_seconds']:.2f} | {top} | {r['weight_share_relevant']:.2f} |")
     OUT.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
