@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{chi2_gof, ks_one_sample, rng, Family};
+use common::{chi2_gof, chi2_homogeneity, histogram, ks_one_sample, ks_two_sample, rng, Family};
 use mondrian::{
     ClassifierParams, FeatureWeights, MondrianError, MondrianForestClassifier,
     MondrianForestRegressor, PredictionMode, RegressorParams,
@@ -322,4 +322,44 @@ fn classifier_relevance_finds_the_feature_the_labels_depend_on() {
     };
     let (a_learnt, a_plain) = (accuracy(&learnt), accuracy(&plain));
     assert!(a_learnt > a_plain + 0.02, "{a_learnt} vs {a_plain}");
+}
+
+#[test]
+fn weighted_online_trees_have_the_batch_distribution() {
+    // Weights act before the engine, so online ≡ batch (spec §2.6) must hold under them
+    // too: 2000 trees fitted in one batch against 2000 grown point by point, KS on the
+    // root split time and χ² on the root dimension and the leaf count, family-wise 1e-3.
+    let x = unit_cube(10, 3, 14);
+    let y: Vec<f64> = x.chunks(3).map(|r| r[0] - r[2]).collect();
+    let w = FeatureWeights::Given(vec![0.5, 1.0, 3.0]);
+    let mut batch = forest(2000, 3, w.clone(), 21);
+    batch.fit(&x, 3, &y).unwrap();
+    let mut online = forest(2000, 3, w, 22);
+    // Ranges come from the whole cube, as batch fit takes them, so both see one scaling.
+    online.partial_fit(&x[30..36], 3, &y[10..12]).unwrap();
+    for i in 0..10 {
+        online
+            .partial_fit(&x[3 * i..3 * i + 3], 3, &y[i..=i])
+            .unwrap();
+    }
+    assert_eq!(online.n_samples_seen(), 12);
+    let summary = |f: &MondrianForestRegressor| {
+        let mut times = Vec::new();
+        let (mut dims, mut leaves) = (Vec::new(), Vec::new());
+        for t in 0..2000 {
+            let (tree, _) = f.tree(t).unwrap();
+            let root = tree.root().unwrap();
+            times.push(tree.split_time(root));
+            dims.push(tree.split_dimension(root));
+            leaves.push(tree.n_leaves());
+        }
+        (times, histogram(dims), histogram(leaves))
+    };
+    let (tb, db, lb) = summary(&batch);
+    let (to, d_o, lo) = summary(&online);
+    let mut family = Family::new("weighted online ≡ batch");
+    family.push("root time KS", ks_two_sample(&tb, &to));
+    family.push("root dimension χ²", chi2_homogeneity(&[db, d_o]));
+    family.push("leaves χ²", chi2_homogeneity(&[lb, lo]));
+    family.assert();
 }

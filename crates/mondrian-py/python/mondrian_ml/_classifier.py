@@ -93,6 +93,8 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Feature names, when the first training data had string names (a DataFrame, or the
         dict keys given to ``learn_one``, in order of first appearance).
+    feature_weights_ : ndarray of shape (n_features_in_,)
+        The feature weights in use (learnt ones with ``feature_weights="relevance"``).
 
     Notes
     -----
