@@ -523,6 +523,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             "discount_factor": args.discount_factor,
             "gamma": forest.gamma(),
             "feature_weights": forest.feature_weights(),
+            "feature_importances": forest.feature_importances(),
             "seed": args.seed,
             "bagging": args.bagging,
             "online": args.online,

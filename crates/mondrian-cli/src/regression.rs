@@ -204,6 +204,7 @@ pub(crate) fn run_eval(
             "mode": format!("{:?}", forest.params().mode),
             "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
             "feature_weights": forest.feature_weights(),
+            "feature_importances": forest.feature_importances(),
             "mu_h": theta.mu_h,
             "gamma1": theta.gamma1,
             "gamma2": theta.gamma2,

@@ -505,6 +505,11 @@ macro_rules! common_methods {
                 self.inner.feature_weights().map(<[f64]>::to_vec)
             }
 
+            /// Share of the impurity the forest's splits remove, per feature.
+            fn feature_importances(&self) -> Vec<f64> {
+                self.inner.feature_importances()
+            }
+
             /// Size and depth statistics as a dict.
             fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
                 summary_dict(py, &self.inner.summary())

@@ -182,6 +182,8 @@ def test_feature_weights():
     assert w[0] == 1.0 and np.all(w[1:] < 0.2)
     plain = MondrianForestRegressor(**kw).fit(X, y)
     np.testing.assert_array_equal(plain.feature_weights_, np.ones(5))
+    imp = plain.feature_importances_
+    assert imp.shape == (5,) and abs(imp.sum() - 1) < 1e-9 and imp.argmax() == 0
     rmse = lambda m: np.sqrt(np.mean((m.predict(Xt) - yt) ** 2))
     assert rmse(learnt) < 0.8 * rmse(plain)
     given = MondrianForestRegressor(feature_weights=[1, 0, 0, 0, 0.5], **kw).fit(X, y)

@@ -214,6 +214,8 @@ def test_classifier_feature_weights():
     assert w[0] == 1.0 and np.all(w[1:] < 0.5)
     plain = MondrianForestClassifier(**kw).fit(X, y)
     assert learnt.score(Xt, yt) > plain.score(Xt, yt) + 0.02
+    imp = plain.feature_importances_
+    assert imp.shape == (6,) and abs(imp.sum() - 1) < 1e-9 and imp.argmax() == 0
     sharp = MondrianForestClassifier(feature_weights="relevance:2", **kw).fit(X, y)
     np.testing.assert_allclose(sharp.feature_weights_, w**2)
     given = MondrianForestClassifier(feature_weights=[1, 0, 0, 0, 0, 2], **kw).fit(X, y)

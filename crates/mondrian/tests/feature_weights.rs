@@ -363,3 +363,79 @@ fn weighted_online_trees_have_the_batch_distribution() {
     family.push("leaves χ²", chi2_homogeneity(&[lb, lo]));
     family.assert();
 }
+
+/// Points below `node` (with multiplicity), from the leaves.
+fn points_below(tree: &mondrian::tree::MondrianTree, node: u32) -> Vec<u32> {
+    tree.subtree_preorder(node)
+        .into_iter()
+        .filter(|&j| tree.children(j).is_none())
+        .flat_map(|j| tree.leaf_points(j).to_vec())
+        .collect()
+}
+
+/// Split scores recomputed from the points below each node: Σ over splits along d of
+/// I(node) − I(left) − I(right), with I from the labels directly.
+fn brute_scores(
+    trees: Vec<&mondrian::tree::MondrianTree>,
+    d: usize,
+    impurity: impl Fn(&[u32]) -> f64,
+) -> Vec<f64> {
+    let mut s = vec![0.0; d];
+    for tree in trees {
+        for j in tree.subtree_preorder(tree.root().unwrap()) {
+            if let Some((l, r)) = tree.children(j) {
+                let i = |n| impurity(&points_below(tree, n));
+                s[tree.split_dimension(j)] += (i(j) - i(l) - i(r)).max(0.0);
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn split_scores_equal_a_recount_and_importances_are_shares() {
+    // Regression: squared error from the targets; classification: n·Gini from the labels.
+    let (x, y) = one_relevant_feature(200, 15);
+    let mut f = forest(5, 3, FeatureWeights::Uniform, 2);
+    assert!(f.split_scores().is_empty());
+    f.fit(&x, 5, &y).unwrap();
+    let sse = |p: &[u32]| {
+        let v: Vec<f64> = p.iter().map(|&i| y[i as usize]).collect();
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        v.iter().map(|a| (a - m).powi(2)).sum::<f64>()
+    };
+    let brute = brute_scores((0..5).map(|t| f.tree(t).unwrap().0).collect(), 5, sse);
+    for (a, b) in f.split_scores().iter().zip(&brute) {
+        assert!((a - b).abs() <= 1e-9 * b.max(1.0), "{a} vs {b}");
+    }
+    let imp = f.feature_importances();
+    assert!((imp.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    assert_eq!(
+        imp.iter().cloned().fold(0.0, f64::max),
+        imp[0],
+        "the relevant feature explains most: {imp:?}"
+    );
+
+    let (x, y) = one_relevant_class(200, 16);
+    let mut c = MondrianForestClassifier::new(ClassifierParams {
+        n_trees: 5,
+        seed: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    c.fit(&x, 6, &y).unwrap();
+    let gini = |p: &[u32]| {
+        let n = p.len() as f64;
+        let ones = p.iter().filter(|&&i| y[i as usize] == 1).count() as f64;
+        n - (ones * ones + (n - ones) * (n - ones)) / n
+    };
+    let brute = brute_scores((0..5).map(|t| c.tree(t).unwrap().0).collect(), 6, gini);
+    for (a, b) in c.split_scores().iter().zip(&brute) {
+        assert!((a - b).abs() <= 1e-9 * b.max(1.0), "{a} vs {b}");
+    }
+    assert!((c.feature_importances().iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    // Constant targets: nothing to explain.
+    let mut k = forest(3, 2, FeatureWeights::Uniform, 0);
+    k.fit(&x[..60], 6, &[1.0; 10]).unwrap();
+    assert_eq!(k.feature_importances(), vec![0.0; 6]);
+}

@@ -78,6 +78,15 @@ class _MondrianBase:
         check_is_fitted(self)
         return np.asarray(self._core.feature_weights())
 
+    @property
+    def feature_importances_(self):
+        """Share of the training labels' impurity (squared error for regression, n·Gini for
+        classes) that the forest's splits remove, per feature; sums to 1. The splits ignore
+        the labels, so a feature scores by what random cuts along it explain (and, under
+        feature weights, by how often it is cut)."""
+        check_is_fitted(self)
+        return np.asarray(self._core.feature_importances())
+
     def _core_for_use(self):
         """The fitted core, with the thread count of the current ``n_jobs``."""
         core = self._core

@@ -367,9 +367,19 @@ impl MondrianForestClassifier {
             ..self.params.clone()
         })?;
         pilot.fit(rows.values(), rows.n_features(), y)?;
-        let k = pilot.n_classes;
-        let targets = &pilot.store.targets;
-        let score = split_relevance(&pilot.trees, rows.n_features(), |u| {
+        Ok(relevance_weights(&pilot.split_scores(), power))
+    }
+
+    /// Gini impurity mass (`n·Gini = n − Σ_k c_k²/n`) of the training labels that the
+    /// forest's splits remove, summed per feature over every split of every tree; empty
+    /// before training. Class counts come from the points below each node (the nodes' own
+    /// counts are the smoothing model's tables). The splits ignore the labels, so a feature
+    /// scores by what random cuts along it explain (and, under feature weights, by how
+    /// often it is cut).
+    pub fn split_scores(&self) -> Vec<f64> {
+        let k = self.n_classes;
+        let targets = &self.store.targets;
+        split_relevance(&self.trees, self.store.n_features.unwrap_or(0), |u| {
             let tree = &u.tree;
             let mut counts = vec![0.0f64; tree.n_nodes() * k];
             let mut impurity = vec![0.0; tree.n_nodes()];
@@ -398,8 +408,13 @@ impl MondrianForestClassifier {
                 }
             }
             impurity
-        });
-        Ok(relevance_weights(&score, power))
+        })
+    }
+
+    /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no split
+    /// removed anything): the share of explained impurity per feature.
+    pub fn feature_importances(&self) -> Vec<f64> {
+        super::shares(self.split_scores())
     }
 
     /// The feature weights in use, once trained (all 1 unless set or learnt).

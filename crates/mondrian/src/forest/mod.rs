@@ -76,6 +76,17 @@ pub(crate) fn split_relevance<S>(
     score
 }
 
+/// Scores divided by their sum; all 0 when the sum is not positive.
+pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
+    let total: f64 = scores.iter().sum();
+    if total > 0.0 && total.is_finite() {
+        scores.iter_mut().for_each(|s| *s /= total);
+    } else {
+        scores.iter_mut().for_each(|s| *s = 0.0);
+    }
+    scores
+}
+
 /// `w_d = (score_d / max score)^power`; all 1 when no split removed anything (too few
 /// points or constant targets), since the scores then say nothing.
 pub(crate) fn relevance_weights(score: &[f64], power: f64) -> Vec<f64> {

@@ -340,12 +340,25 @@ impl MondrianForestRegressor {
             ..self.params.clone()
         })?;
         pilot.fit(rows.values(), rows.n_features(), y)?;
-        let score = split_relevance(&pilot.trees, rows.n_features(), |u| {
+        Ok(relevance_weights(&pilot.split_scores(), power))
+    }
+
+    /// Squared error of the training targets that the forest's splits remove, summed per
+    /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
+    /// before training. The splits ignore the targets, so a feature scores by what random
+    /// cuts along it explain (and, under feature weights, by how often it is cut).
+    pub fn split_scores(&self) -> Vec<f64> {
+        split_relevance(&self.trees, self.store.n_features.unwrap_or(0), |u| {
             (0..u.tree.n_nodes() as u32)
                 .map(|j| u.stats.get(j).m2)
                 .collect()
-        });
-        Ok(relevance_weights(&score, power))
+        })
+    }
+
+    /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no split
+    /// removed anything): the share of explained squared error per feature.
+    pub fn feature_importances(&self) -> Vec<f64> {
+        super::shares(self.split_scores())
     }
 
     /// The feature weights in use, once trained (all 1 unless set or learnt).
