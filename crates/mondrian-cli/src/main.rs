@@ -544,8 +544,41 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             s.depth_mean,
             s.depth_std
         );
+        print_features(
+            &train_set.data.feature_names,
+            forest.feature_weights(),
+            &forest.feature_importances(),
+        );
     }
     Ok(())
+}
+
+/// Text reports: the features that explain most, with their weights when they are not 1.
+fn print_features(names: &[String], weights: Option<&[f64]>, importances: &[f64]) {
+    const SHOWN: usize = 10;
+    let mut order: Vec<usize> = (0..importances.len()).collect();
+    order.sort_by(|&a, &b| importances[b].total_cmp(&importances[a]));
+    let weighted = weights.filter(|w| w.iter().any(|&v| v != 1.0));
+    let heading = match weighted {
+        Some(_) => "feature importance (feature weight)",
+        None => "feature importance",
+    };
+    let shown: Vec<String> = order
+        .iter()
+        .take(SHOWN)
+        .map(|&i| {
+            let name = names.get(i).map_or("?", String::as_str);
+            match weighted {
+                Some(w) => format!("{name} {:.3} ({:.2})", importances[i], w[i]),
+                None => format!("{name} {:.3}", importances[i]),
+            }
+        })
+        .collect();
+    let more = match importances.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(", … {n} more"),
+    };
+    println!("{heading}: {}{more}", shown.join(", "));
 }
 
 /// λ for JSON, which has no infinity.

@@ -222,6 +222,11 @@ pub(crate) fn run_eval(
             test_set.n_rows(),
             forest.params().n_trees,
         );
+        crate::print_features(
+            &train_set.feature_names,
+            forest.feature_weights(),
+            &forest.feature_importances(),
+        );
     }
     Ok(())
 }
