@@ -314,7 +314,10 @@ pub(crate) fn grow_trees<S>(
             }
         }
     };
-    if trees.len() <= TREE_GROUP || end - start == 1 && trees.len() < 2 * TREE_GROUP {
+    if pool.is_serial()
+        || trees.len() <= TREE_GROUP
+        || end - start == 1 && trees.len() < 2 * TREE_GROUP
+    {
         trees.chunks_mut(TREE_GROUP).enumerate().for_each(work);
     } else {
         pool.install(|| trees.par_chunks_mut(TREE_GROUP).enumerate().for_each(work));
@@ -377,6 +380,12 @@ impl Pool {
         }
     }
 
+    /// One thread: work runs on the calling thread, with no hand-off to a pool (a
+    /// point-by-point stream would otherwise pay a wake-up per point).
+    pub(crate) fn is_serial(&self) -> bool {
+        self.threads == 1
+    }
+
     pub(crate) fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
         let pool = self.pool.get_or_init(|| {
             rayon::ThreadPoolBuilder::new()
@@ -405,6 +414,10 @@ impl Pool {
     ) {
         if out.len() <= out_block {
             work(out, input);
+        } else if self.is_serial() {
+            out.chunks_mut(out_block)
+                .zip(input.chunks(in_block))
+                .for_each(|(o, i)| work(o, i));
         } else {
             self.install(|| {
                 out.par_chunks_mut(out_block)
