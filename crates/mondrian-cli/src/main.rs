@@ -353,10 +353,16 @@ fn train_forest(
     train: &Labelled,
     n_classes: usize,
 ) -> Result<(MondrianForestClassifier, f64), CliError> {
-    let params = params_from(args, &train.data, n_classes);
-    let mut forest = MondrianForestClassifier::new(params)?;
+    let mut params = params_from(args, &train.data, n_classes);
     let d = train.data.n_features;
     let (x, y) = (&train.data.x, &train.classes);
+    // Like the ranges, relevance weights come from the whole training file, so a stream
+    // sees the features a batch fit sees (a first point alone could not teach them).
+    if let (true, FeatureWeights::Relevance { power }) = (args.online, &params.feature_weights) {
+        let pilot = MondrianForestClassifier::new(params.clone())?;
+        params.feature_weights = FeatureWeights::Given(pilot.learn_relevance(x, d, y, *power)?);
+    }
+    let mut forest = MondrianForestClassifier::new(params)?;
     let secs = timed_training(
         args.online,
         train.data.n_rows(),

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
-    Estimate, HyperSettings, MondrianError, MondrianForestRegressor, RegressorParams, Scaling,
+    Estimate, FeatureWeights, HyperSettings, MondrianError, MondrianForestRegressor,
+    RegressorParams, Scaling,
 };
 use serde::{Deserialize, Serialize};
 
@@ -61,9 +62,15 @@ fn train_forest(
     args: &ForestArgs,
     train: &Dataset,
 ) -> Result<(MondrianForestRegressor, f64), CliError> {
-    let mut forest = MondrianForestRegressor::new(params_from(args, train))?;
+    let mut params = params_from(args, train);
     let d = train.n_features;
     let (x, y) = (&train.x, &train.labels);
+    // As for the classifier: weights from the whole file, like the ranges.
+    if let (true, FeatureWeights::Relevance { power }) = (args.online, &params.feature_weights) {
+        let pilot = MondrianForestRegressor::new(params.clone())?;
+        params.feature_weights = FeatureWeights::Given(pilot.learn_relevance(x, d, y, *power)?);
+    }
+    let mut forest = MondrianForestRegressor::new(params)?;
     let secs = timed_training(
         args.online,
         train.n_rows(),

@@ -334,7 +334,7 @@ fn regression_feature_weights() {
     let dir = tempfile::tempdir().unwrap();
     let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
     let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
-    let eval = |weights: &str| {
+    let eval_with = |weights: &str, extra: &[&str]| {
         let out = mondrian()
             .args([
                 "eval",
@@ -344,6 +344,7 @@ fn regression_feature_weights() {
                 "--feature-weights",
                 weights,
             ])
+            .args(extra)
             .arg("--train")
             .arg(&train)
             .arg("--test")
@@ -357,6 +358,7 @@ fn regression_feature_weights() {
         );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
+    let eval = |weights: &str| eval_with(weights, &[]);
     assert_eq!(
         eval("uniform")["feature_weights"],
         serde_json::json!([1.0, 1.0])
@@ -368,6 +370,11 @@ fn regression_feature_weights() {
     // y = 3a − b + small: a's cuts remove more squared error than b's.
     let learnt = eval("relevance")["feature_weights"].clone();
     assert_eq!(learnt[0], 1.0, "{learnt}");
+    // Streaming learns the weights from the whole file, as batch fit does.
+    assert_eq!(
+        eval_with("relevance", &["--online"])["feature_weights"],
+        learnt
+    );
     assert!(
         learnt[1].as_f64().is_some_and(|w| (0.0..1.0).contains(&w)),
         "{learnt}"

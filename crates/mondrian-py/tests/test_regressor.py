@@ -195,3 +195,12 @@ def test_feature_weights():
     for bad in ("important", [1.0, 2.0], [1, -1, 0, 0, 0], [0, 0, 0, 0, 0], [np.nan, 1, 1, 1, 1]):
         with pytest.raises(ValueError, match="feature_weights"):
             MondrianForestRegressor(feature_weights=bad).fit(X, y)
+    # A first learn_one cannot teach relevance: refused, the model stays unfitted; the
+    # weights learnt on a sample can be given instead.
+    stream = MondrianForestRegressor(feature_weights="relevance", mode="fast")
+    with pytest.raises(ValueError, match="made no split"):
+        stream.learn_one({f"x{i}": float(v) for i, v in enumerate(X[0])}, float(y[0]))
+    assert not stream.__sklearn_is_fitted__()
+    given = MondrianForestRegressor(feature_weights=learnt.feature_weights_, mode="fast")
+    given.learn_one({f"x{i}": float(v) for i, v in enumerate(X[0])}, float(y[0]))
+    np.testing.assert_array_equal(given.feature_weights_, w)

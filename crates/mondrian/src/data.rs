@@ -145,6 +145,8 @@ impl Scaling {
 /// property it has (projectivity, online ≡ batch). Since the splits never look at the
 /// targets, features that do not matter take as many cuts as those that do; weighting
 /// them down is the remedy the thesis names for irrelevant features (ch. 6, §6.5.4).
+/// With a finite lifetime λ the weights also change how far trees grow (the root's cut
+/// rate is Σ w); λ is not rescaled.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub enum FeatureWeights {
     /// Every feature weight 1 (the papers' setting).
@@ -157,12 +159,20 @@ pub enum FeatureWeights {
     /// every split of every pilot tree), and `w_d = (score_d / max score)^power`. The
     /// pilot's splits ignore the targets, so a feature scores by what random cuts along it
     /// explain, not by having been chosen. A larger power concentrates the cuts on the
-    /// best-scoring features.
+    /// best-scoring features. A first call on which the pilot makes no split (a single
+    /// point, or one class) is refused; learn the weights from a sample with the forests'
+    /// `learn_relevance` and pass them as [`Given`](Self::Given) instead.
     Relevance {
         /// Exponent applied to the normalised scores (finite, > 0; 1 by default).
         power: f64,
     },
 }
+
+/// Smallest positive feature weight; learnt weights below it become 0.
+pub const MIN_WEIGHT: f64 = 1e-9;
+/// Largest feature weight: scaled features stay far inside the range of `f32` boxes, and
+/// the rates (Σ w) stay finite.
+pub const MAX_WEIGHT: f64 = 1e9;
 
 impl FeatureWeights {
     /// Reads `uniform`, `relevance`, `relevance:P` (power P) or comma-separated weights,
@@ -228,6 +238,14 @@ impl FeatureWeights {
         }
         if let Some(v) = w.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
             return bad(format!("{v} is not a finite weight ≥ 0"));
+        }
+        if let Some(v) = w
+            .iter()
+            .find(|&&v| v != 0.0 && !(MIN_WEIGHT..=MAX_WEIGHT).contains(&v))
+        {
+            return bad(format!(
+                "{v} is outside 0 ∪ [{MIN_WEIGHT:e}, {MAX_WEIGHT:e}] (too small or too large)"
+            ));
         }
         if !w.iter().any(|&v| v > 0.0) {
             return bad("at least one weight must be positive".into());
@@ -321,6 +339,22 @@ impl FeatureScaler {
     /// Number of features.
     pub fn n_features(&self) -> usize {
         self.offset.len()
+    }
+
+    /// Whether the map is well formed (after loading a file): one offset, factor and weight
+    /// per feature, all finite, weights valid.
+    pub(crate) fn is_consistent(&self) -> bool {
+        let d = self.offset.len();
+        self.inv_range.len() == d
+            && self.weights.len() == d
+            && self
+                .offset
+                .iter()
+                .chain(&self.inv_range)
+                .all(|v| v.is_finite())
+            && FeatureWeights::Given(self.weights.clone())
+                .validate(Some(d))
+                .is_ok()
     }
 
     /// Appends the scaled rows to `out`. A finite value whose scaled form does not fit the

@@ -203,10 +203,27 @@ fn relevance_without_information_leaves_the_weights_uniform() {
     let mut f = forest(5, 2, FeatureWeights::RELEVANCE, 1);
     f.fit(&x, 3, &[2.5; 32]).unwrap();
     assert_eq!(f.feature_weights().unwrap(), &[1.0; 3]);
-    // A first online call of one point cannot be split either.
+    // A first online call of one point cannot be split: the pilot has nothing to say, so
+    // the call is refused (rather than fixing weight 1 for good) and nothing changes.
     let mut g = forest(5, 2, FeatureWeights::RELEVANCE, 1);
-    g.partial_fit(&x[..3], 3, &[1.0]).unwrap();
-    assert_eq!(g.feature_weights().unwrap(), &[1.0; 3]);
+    let err = g.partial_fit(&x[..3], 3, &[1.0]).unwrap_err();
+    assert!(err.to_string().contains("made no split"), "{err}");
+    assert_eq!(g.n_samples_seen(), 0);
+    // The weights can instead be learnt from a sample and given.
+    let (xs, ys) = one_relevant_feature(300, 17);
+    let w = g.learn_relevance(&xs, 5, &ys, 1.0).unwrap();
+    assert_eq!(w[0], 1.0);
+    let mut h = forest(5, 2, FeatureWeights::Given(w.clone()), 1);
+    h.partial_fit(&xs[..5], 5, &ys[..1]).unwrap();
+    assert_eq!(h.feature_weights().unwrap(), w.as_slice());
+    // A classifier whose first batch holds one label cannot split either (pure blocks pause).
+    let mut c = MondrianForestClassifier::new(ClassifierParams {
+        n_trees: 3,
+        feature_weights: FeatureWeights::RELEVANCE,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(c.fit(&x, 3, &[1; 32]).is_err());
 }
 
 #[test]
@@ -216,6 +233,8 @@ fn bad_weights_are_refused() {
         vec![f64::NAN, 1.0],
         vec![f64::INFINITY, 1.0],
         vec![0.0, 0.0],
+        vec![1.0, 1e300],
+        vec![1.0, 1e-300],
     ] {
         let r = MondrianForestRegressor::new(RegressorParams {
             feature_weights: FeatureWeights::Given(bad.clone()),

@@ -75,7 +75,10 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         paper. ``"relevance"``: learnt from the first training call by a pilot forest with
         weights 1, as the Gini impurity its (label-blind) cuts along each feature remove,
         divided by the largest (``"relevance:P"`` raises that to the power P); it helps
-        when few features matter (dna). Or one weight ≥ 0 per feature.
+        when few features matter (dna). Or one weight ≥ 0 per feature. Relevance needs a first
+        training call the pilot can split: a first ``learn_one`` (one point) or a first batch
+        of one class is refused; learn the weights on a sample with ``fit`` and pass
+        ``feature_weights_`` instead.
     n_jobs : int, default=None
         Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
         fitted model is the same whatever the number.

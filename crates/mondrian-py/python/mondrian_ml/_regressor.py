@@ -59,7 +59,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         learnt from the first training call by a pilot forest with weights 1, as the
         squared error its (target-blind) cuts along each feature remove, divided by the
         largest (``"relevance:P"`` raises that to the power P); it helps most when few
-        features matter. Or one weight ≥ 0 per feature.
+        features matter. Or one weight ≥ 0 per feature. Relevance needs a first training call
+        the pilot can split: a first ``learn_one`` (one point) is refused; learn the weights
+        on a sample with ``fit`` and pass ``feature_weights_`` instead.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None

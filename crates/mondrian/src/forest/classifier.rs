@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    grow_trees, new_trees, relevance_weights, split_relevance, summarize, ForestSummary,
-    PointStore, Pool, TreeUnit,
+    grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling};
 use crate::error::{MondrianError, Result};
@@ -21,7 +20,8 @@ pub struct ClassifierParams {
     /// Lifetime λ of the Mondrian process; `f64::INFINITY` grows trees until every block
     /// is paused or holds identical points.
     pub lifetime: f64,
-    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on [0,1] features).
+    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on [0,1] features),
+    /// with D = Σ_d w_d under feature weights.
     pub discount_factor: f64,
     /// Master seed; tree t draws from a generator seeded by (seed, t).
     pub seed: u64,
@@ -367,7 +367,21 @@ impl MondrianForestClassifier {
             ..self.params.clone()
         })?;
         pilot.fit(rows.values(), rows.n_features(), y)?;
-        Ok(relevance_weights(&pilot.split_scores(), power))
+        super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
+    }
+
+    /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot
+    /// forest of this forest's parameters), without training this forest. A stream can
+    /// learn them from a sample and pass them as [`FeatureWeights::Given`].
+    pub fn learn_relevance<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        power: f64,
+    ) -> Result<Vec<f64>> {
+        FeatureWeights::Relevance { power }.validate(None)?;
+        self.relevance(&Rows::new(x, n_features)?, y, power)
     }
 
     /// Gini impurity mass (`n·Gini = n − Σ_k c_k²/n`) of the training labels that the
@@ -381,30 +395,32 @@ impl MondrianForestClassifier {
         let targets = &self.store.targets;
         split_relevance(&self.trees, self.store.n_features.unwrap_or(0), |u| {
             let tree = &u.tree;
-            let mut counts = vec![0.0f64; tree.n_nodes() * k];
             let mut impurity = vec![0.0; tree.n_nodes()];
             let Some(root) = tree.root() else {
                 return impurity;
             };
+            // Reversed preorder visits both subtrees of a node before the node, right one
+            // first, so the counts of finished subtrees form a stack (K values each, at
+            // most depth + 1 of them): a node merges the top two.
+            let mut stack: Vec<f64> = Vec::new();
             for j in tree.subtree_preorder(root).into_iter().rev() {
-                let ju = j as usize;
-                match tree.children(j) {
-                    Some((l, r)) => {
-                        for c in 0..k {
-                            counts[ju * k + c] =
-                                counts[l as usize * k + c] + counts[r as usize * k + c];
-                        }
+                let top = stack.len();
+                if tree.children(j).is_some() {
+                    let (rest, left) = stack.split_at_mut(top - k);
+                    for (r, l) in rest[top - 2 * k..].iter_mut().zip(left.iter()) {
+                        *r += *l;
                     }
-                    None => {
-                        for &i in tree.leaf_points(j) {
-                            counts[ju * k + targets[i as usize] as usize] += 1.0;
-                        }
+                    stack.truncate(top - k);
+                } else {
+                    stack.resize(top + k, 0.0);
+                    for &i in tree.leaf_points(j) {
+                        stack[top + targets[i as usize] as usize] += 1.0;
                     }
                 }
-                let c = &counts[ju * k..(ju + 1) * k];
+                let c = &stack[stack.len() - k..];
                 let n: f64 = c.iter().sum();
                 if n > 0.0 {
-                    impurity[ju] = n - c.iter().map(|v| v * v).sum::<f64>() / n;
+                    impurity[j as usize] = n - c.iter().map(|v| v * v).sum::<f64>() / n;
                 }
             }
             impurity

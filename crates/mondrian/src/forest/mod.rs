@@ -76,6 +76,31 @@ pub(crate) fn split_relevance<S>(
     score
 }
 
+/// The relevance weights of a fitted pilot forest, or an error when none of its trees could
+/// split (too few points, or a single label), since its scores would then say nothing
+/// about the features.
+pub(crate) fn pilot_weights<S>(
+    pilot: &[TreeUnit<S>],
+    scores: Vec<f64>,
+    n_rows: usize,
+    power: f64,
+) -> Result<Vec<f64>> {
+    let split = pilot
+        .iter()
+        .any(|u| u.tree.root().is_some_and(|r| u.tree.children(r).is_some()));
+    if !split {
+        return Err(MondrianError::InvalidParameter {
+            name: "feature_weights",
+            reason: format!(
+                "relevance weights are learnt from the first training call, and a pilot \
+                 forest on its {n_rows} row(s) made no split; give a larger first batch \
+                 (or learn the weights from a sample) or give the weights"
+            ),
+        });
+    }
+    Ok(relevance_weights(&scores, power))
+}
+
 /// Scores divided by their sum; all 0 when the sum is not positive.
 pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
     let total: f64 = scores.iter().sum();
@@ -87,12 +112,17 @@ pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
     scores
 }
 
-/// `w_d = (score_d / max score)^power`; all 1 when no split removed anything (too few
-/// points or constant targets), since the scores then say nothing.
+/// `w_d = (score_d / max score)^power`, with weights below [`MIN_WEIGHT`](crate::data::MIN_WEIGHT)
+/// set to 0; all 1 when no split removed anything (constant targets), since the scores then
+/// say nothing.
 pub(crate) fn relevance_weights(score: &[f64], power: f64) -> Vec<f64> {
     let top = score.iter().copied().fold(0.0f64, f64::max);
     if top > 0.0 && top.is_finite() {
-        score.iter().map(|s| (s / top).powf(power)).collect()
+        score
+            .iter()
+            .map(|s| (s / top).powf(power))
+            .map(|w| if w < crate::data::MIN_WEIGHT { 0.0 } else { w })
+            .collect()
     } else {
         vec![1.0; score.len()]
     }
@@ -233,7 +263,10 @@ impl<T: Copy> PointStore<T> {
         if self.n_features.is_some() != self.scaler.is_some() {
             return bad("scaler and feature count disagree");
         }
-        if self.scaler.as_ref().is_some_and(|s| s.n_features() != d)
+        if self
+            .scaler
+            .as_ref()
+            .is_some_and(|s| s.n_features() != d || !s.is_consistent())
             || self.features.len() != self.targets.len() * d
         {
             return bad("stored points do not match the feature count");
@@ -324,14 +357,14 @@ pub(crate) fn grow_trees<S>(
     }
 }
 
-/// SplitMix64 finaliser: a bijective mix of 64 bits.
-#[inline]
 /// Seed of the pilot forest behind [`FeatureWeights::Relevance`](crate::data::FeatureWeights),
 /// kept apart from the forest's own trees.
 pub(crate) fn pilot_seed(seed: u64) -> u64 {
     mix64(seed ^ 0x5049_4c4f_5421_0001)
 }
 
+/// SplitMix64 finaliser: a bijective mix of 64 bits.
+#[inline]
 fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

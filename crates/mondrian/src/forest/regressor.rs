@@ -5,8 +5,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    grow_trees, new_trees, relevance_weights, split_relevance, summarize, ForestSummary,
-    PointStore, Pool, TreeUnit,
+    grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{FeatureValue, FeatureWeights, Rows, Scaling};
 use crate::error::{MondrianError, Result};
@@ -340,7 +339,21 @@ impl MondrianForestRegressor {
             ..self.params.clone()
         })?;
         pilot.fit(rows.values(), rows.n_features(), y)?;
-        Ok(relevance_weights(&pilot.split_scores(), power))
+        super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
+    }
+
+    /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot
+    /// forest of this forest's parameters), without training this forest. A stream can
+    /// learn them from a sample and pass them as [`FeatureWeights::Given`].
+    pub fn learn_relevance<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        power: f64,
+    ) -> Result<Vec<f64>> {
+        FeatureWeights::Relevance { power }.validate(None)?;
+        self.relevance(&Rows::new(x, n_features)?, y, power)
     }
 
     /// Squared error of the training targets that the forest's splits remove, summed per
