@@ -133,6 +133,8 @@ pub struct MondrianForestClassifier {
     pool: Pool,
 }
 
+super::relevance_methods!(MondrianForestClassifier, ClassifierParams, usize, |p| p);
+
 crate::persist::persistent_model!(
     MondrianForestClassifier,
     "mondrian-forest-classifier",
@@ -351,39 +353,6 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    /// [`FeatureWeights::Relevance`]: a pilot forest with uniform weights on the rows; a
-    /// split scores the Gini impurity mass it removes, with `n·Gini = n − Σ_k c_k²/n` from
-    /// the class counts of the points below each node (counted from the leaves, since the
-    /// nodes' own counts are the smoothing model's tables).
-    fn relevance<T: FeatureValue>(
-        &self,
-        rows: &Rows<T>,
-        y: &[usize],
-        power: f64,
-    ) -> Result<Vec<f64>> {
-        let mut pilot = MondrianForestClassifier::new(ClassifierParams {
-            seed: super::pilot_seed(self.params.seed),
-            feature_weights: FeatureWeights::Uniform,
-            ..self.params.clone()
-        })?;
-        pilot.fit(rows.values(), rows.n_features(), y)?;
-        super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
-    }
-
-    /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot
-    /// forest of this forest's parameters), without training this forest. A stream can
-    /// learn them from a sample and pass them as [`FeatureWeights::Given`].
-    pub fn learn_relevance<T: FeatureValue>(
-        &self,
-        x: &[T],
-        n_features: usize,
-        y: &[usize],
-        power: f64,
-    ) -> Result<Vec<f64>> {
-        FeatureWeights::Relevance { power }.validate(None)?;
-        self.relevance(&Rows::new(x, n_features)?, y, power)
-    }
-
     /// Gini impurity mass (`n·Gini = n − Σ_k c_k²/n`) of the training labels that the
     /// forest's splits remove, summed per feature over every split of every tree; empty
     /// before training. Class counts come from the points below each node (the nodes' own
@@ -425,17 +394,6 @@ impl MondrianForestClassifier {
             }
             impurity
         })
-    }
-
-    /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no split
-    /// removed anything): the share of explained impurity per feature.
-    pub fn feature_importances(&self) -> Vec<f64> {
-        super::shares(self.split_scores())
-    }
-
-    /// The feature weights in use, once trained (all 1 unless set or learnt).
-    pub fn feature_weights(&self) -> Option<&[f64]> {
-        self.store.scaler.as_ref().map(|s| s.weights())
     }
 
     fn append<T: FeatureValue>(&mut self, rows: &Rows<T>, y: &[usize]) -> Result<()> {

@@ -76,6 +76,61 @@ pub(crate) fn split_relevance<S>(
     score
 }
 
+/// The methods every forest has around feature weights: the relevance pilot (built from
+/// the forest's parameters by `$pilot`), `learn_relevance`, `feature_importances` and
+/// `feature_weights`. The model supplies `split_scores`.
+macro_rules! relevance_methods {
+    ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
+        impl $model {
+            /// [`FeatureWeights::Relevance`](crate::FeatureWeights): a pilot forest with
+            /// uniform weights on the rows, scored by
+            /// [`split_scores`](Self::split_scores).
+            fn relevance<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+                power: f64,
+            ) -> Result<Vec<f64>> {
+                let $p = $params {
+                    seed: super::pilot_seed(self.params.seed),
+                    feature_weights: FeatureWeights::Uniform,
+                    ..self.params.clone()
+                };
+                let mut pilot = $model::new($pilot)?;
+                pilot.fit(rows.values(), rows.n_features(), y)?;
+                super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
+            }
+
+            /// The weights [`FeatureWeights::Relevance`](crate::FeatureWeights) would learn
+            /// from these rows (the pilot forest of this forest's parameters), without
+            /// training this forest. A stream can learn them from a sample and pass them
+            /// as [`FeatureWeights::Given`](crate::FeatureWeights).
+            pub fn learn_relevance<T: FeatureValue>(
+                &self,
+                x: &[T],
+                n_features: usize,
+                y: &[$target],
+                power: f64,
+            ) -> Result<Vec<f64>> {
+                FeatureWeights::Relevance { power }.validate(None)?;
+                self.relevance(&Rows::new(x, n_features)?, y, power)
+            }
+
+            /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no
+            /// split removed anything): the share of explained impurity per feature.
+            pub fn feature_importances(&self) -> Vec<f64> {
+                super::shares(self.split_scores())
+            }
+
+            /// The feature weights in use, once trained (all 1 unless set or learnt).
+            pub fn feature_weights(&self) -> Option<&[f64]> {
+                self.store.scaler.as_ref().map(|s| s.weights())
+            }
+        }
+    };
+}
+pub(crate) use relevance_methods;
+
 /// The relevance weights of a fitted pilot forest, or an error when none of its trees could
 /// split (too few points, or a single label), since its scores would then say nothing
 /// about the features.

@@ -177,6 +177,15 @@ impl From<RegressorState> for MondrianForestRegressor {
     }
 }
 
+super::relevance_methods!(MondrianForestRegressor, RegressorParams, f64, |p| {
+    RegressorParams {
+        // The pilot only needs its trees: the fast mode skips the messages.
+        mode: PredictionMode::Fast,
+        hyper: HyperSettings::default(),
+        ..p
+    }
+});
+
 crate::persist::persistent_model!(
     MondrianForestRegressor,
     "mondrian-forest-regressor",
@@ -322,40 +331,6 @@ impl MondrianForestRegressor {
         Ok(store)
     }
 
-    /// [`FeatureWeights::Relevance`]: a fast-mode pilot forest with uniform weights on the
-    /// rows; a split scores the squared error it removes, `m2(parent) − m2(left) −
-    /// m2(right)`.
-    fn relevance<T: FeatureValue>(
-        &self,
-        rows: &Rows<T>,
-        y: &[f64],
-        power: f64,
-    ) -> Result<Vec<f64>> {
-        let mut pilot = MondrianForestRegressor::new(RegressorParams {
-            mode: PredictionMode::Fast,
-            hyper: HyperSettings::default(),
-            seed: super::pilot_seed(self.params.seed),
-            feature_weights: FeatureWeights::Uniform,
-            ..self.params.clone()
-        })?;
-        pilot.fit(rows.values(), rows.n_features(), y)?;
-        super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
-    }
-
-    /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot
-    /// forest of this forest's parameters), without training this forest. A stream can
-    /// learn them from a sample and pass them as [`FeatureWeights::Given`].
-    pub fn learn_relevance<T: FeatureValue>(
-        &self,
-        x: &[T],
-        n_features: usize,
-        y: &[f64],
-        power: f64,
-    ) -> Result<Vec<f64>> {
-        FeatureWeights::Relevance { power }.validate(None)?;
-        self.relevance(&Rows::new(x, n_features)?, y, power)
-    }
-
     /// Squared error of the training targets that the forest's splits remove, summed per
     /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
     /// before training. The splits ignore the targets, so a feature scores by what random
@@ -366,17 +341,6 @@ impl MondrianForestRegressor {
                 .map(|j| u.stats.get(j).m2)
                 .collect()
         })
-    }
-
-    /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no split
-    /// removed anything): the share of explained squared error per feature.
-    pub fn feature_importances(&self) -> Vec<f64> {
-        super::shares(self.split_scores())
-    }
-
-    /// The feature weights in use, once trained (all 1 unless set or learnt).
-    pub fn feature_weights(&self) -> Option<&[f64]> {
-        self.store.scaler.as_ref().map(|s| s.weights())
     }
 
     fn init_trees(&mut self) {
