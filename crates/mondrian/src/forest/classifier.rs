@@ -328,12 +328,7 @@ impl MondrianForestClassifier {
     ) -> Result<()> {
         let d = rows.n_features();
         self.store.start(rows, &self.params.scaling)?;
-        let weights = match &self.params.feature_weights {
-            FeatureWeights::Uniform => None,
-            FeatureWeights::Given(w) => Some(w.clone()),
-            FeatureWeights::Relevance { power } => Some(self.relevance(rows, y, *power)?),
-        };
-        if let Some(w) = weights {
+        if let Some(w) = self.initial_weights(rows, y)? {
             self.store.reweight(&w)?;
         }
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);

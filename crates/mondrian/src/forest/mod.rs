@@ -82,6 +82,19 @@ pub(crate) fn split_relevance<S>(
 macro_rules! relevance_methods {
     ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
         impl $model {
+            /// The weights the first training call fixes on `rows` (`None`: all 1).
+            fn initial_weights<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+            ) -> Result<Option<Vec<f64>>> {
+                Ok(match &self.params.feature_weights {
+                    FeatureWeights::Uniform => None,
+                    FeatureWeights::Given(w) => Some(w.clone()),
+                    FeatureWeights::Relevance { power } => Some(self.relevance(rows, y, *power)?),
+                })
+            }
+
             /// [`FeatureWeights::Relevance`](crate::FeatureWeights): a pilot forest with
             /// uniform weights on the rows, scored by
             /// [`split_scores`](Self::split_scores).

@@ -322,12 +322,9 @@ impl MondrianForestRegressor {
     fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
         let mut store = PointStore::new();
         store.start(rows, &self.params.scaling)?;
-        let weights = match &self.params.feature_weights {
-            FeatureWeights::Uniform => return Ok(store),
-            FeatureWeights::Given(w) => w.clone(),
-            FeatureWeights::Relevance { power } => self.relevance(rows, y, *power)?,
-        };
-        store.reweight(&weights)?;
+        if let Some(w) = self.initial_weights(rows, y)? {
+            store.reweight(&w)?;
+        }
         Ok(store)
     }
 
