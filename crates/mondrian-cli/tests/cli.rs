@@ -231,16 +231,15 @@ fn regression_csv(n: usize, shift: f64) -> String {
     s
 }
 
-#[test]
-fn regression_eval_train_and_predict() {
-    let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
-    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+/// `mondrian eval --task regression --json` with extra arguments; its JSON.
+fn eval_regression(train: &Path, test: &Path, extra: &[&str]) -> serde_json::Value {
     let out = mondrian()
-        .args(["eval", "--task", "regression", "--json", "--train"])
-        .arg(&train)
+        .args(["eval", "--task", "regression", "--json"])
+        .args(extra)
+        .arg("--train")
+        .arg(train)
         .arg("--test")
-        .arg(&test)
+        .arg(test)
         .output()
         .unwrap();
     assert!(
@@ -248,7 +247,15 @@ fn regression_eval_train_and_predict() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn regression_eval_train_and_predict() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
+    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let v = eval_regression(&train, &test, &[]);
     for key in [
         "rmse",
         "nlpd",
@@ -334,31 +341,7 @@ fn regression_feature_weights() {
     let dir = tempfile::tempdir().unwrap();
     let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
     let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
-    let eval_with = |weights: &str, extra: &[&str]| {
-        let out = mondrian()
-            .args([
-                "eval",
-                "--task",
-                "regression",
-                "--json",
-                "--feature-weights",
-                weights,
-            ])
-            .args(extra)
-            .arg("--train")
-            .arg(&train)
-            .arg("--test")
-            .arg(&test)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
-    let eval = |weights: &str| eval_with(weights, &[]);
+    let eval = |weights: &str| eval_regression(&train, &test, &["--feature-weights", weights]);
     assert_eq!(
         eval("uniform")["feature_weights"],
         serde_json::json!([1.0, 1.0])
@@ -371,10 +354,12 @@ fn regression_feature_weights() {
     let learnt = eval("relevance")["feature_weights"].clone();
     assert_eq!(learnt[0], 1.0, "{learnt}");
     // Streaming learns the weights from the whole file, as batch fit does.
-    assert_eq!(
-        eval_with("relevance", &["--online"])["feature_weights"],
-        learnt
+    let online = eval_regression(
+        &train,
+        &test,
+        &["--feature-weights", "relevance", "--online"],
     );
+    assert_eq!(online["feature_weights"], learnt);
     assert!(
         learnt[1].as_f64().is_some_and(|w| (0.0..1.0).contains(&w)),
         "{learnt}"

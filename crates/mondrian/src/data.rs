@@ -152,7 +152,8 @@ pub enum FeatureWeights {
     /// Every feature weight 1 (the papers' setting).
     #[default]
     Uniform,
-    /// Weights given by the user, one per feature, finite and ≥ 0, not all 0.
+    /// Weights given by the user, one per feature: each 0 or in
+    /// [[`MIN_WEIGHT`], [`MAX_WEIGHT`]], not all 0.
     Given(Vec<f64>),
     /// Weights learnt from the first training call: a pilot forest with uniform weights
     /// is grown on it, each feature scores the impurity its splits remove (summed over

@@ -144,9 +144,11 @@ macro_rules! relevance_methods {
 }
 pub(crate) use relevance_methods;
 
-/// The relevance weights of a fitted pilot forest, or an error when none of its trees could
-/// split (too few points, or a single label), since its scores would then say nothing
-/// about the features.
+/// The relevance weights of a fitted pilot forest, `w_d = (score_d / max score)^power` with
+/// weights below [`MIN_WEIGHT`](crate::data::MIN_WEIGHT) set to 0; all 1 when no split
+/// removed anything (constant targets). An error when none of its trees could split (too
+/// few points, or a single label), since its scores would then say nothing about the
+/// features.
 pub(crate) fn pilot_weights<S>(
     pilot: &[TreeUnit<S>],
     scores: Vec<f64>,
@@ -166,7 +168,15 @@ pub(crate) fn pilot_weights<S>(
             ),
         });
     }
-    Ok(relevance_weights(&scores, power))
+    let top = scores.iter().copied().fold(0.0f64, f64::max);
+    if !(top > 0.0 && top.is_finite()) {
+        return Ok(vec![1.0; scores.len()]);
+    }
+    Ok(scores
+        .iter()
+        .map(|s| (s / top).powf(power))
+        .map(|w| if w < crate::data::MIN_WEIGHT { 0.0 } else { w })
+        .collect())
 }
 
 /// Scores divided by their sum; all 0 when the sum is not positive.
@@ -178,22 +188,6 @@ pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
         scores.iter_mut().for_each(|s| *s = 0.0);
     }
     scores
-}
-
-/// `w_d = (score_d / max score)^power`, with weights below [`MIN_WEIGHT`](crate::data::MIN_WEIGHT)
-/// set to 0; all 1 when no split removed anything (constant targets), since the scores then
-/// say nothing.
-pub(crate) fn relevance_weights(score: &[f64], power: f64) -> Vec<f64> {
-    let top = score.iter().copied().fold(0.0f64, f64::max);
-    if top > 0.0 && top.is_finite() {
-        score
-            .iter()
-            .map(|s| (s / top).powf(power))
-            .map(|w| if w < crate::data::MIN_WEIGHT { 0.0 } else { w })
-            .collect()
-    } else {
-        vec![1.0; score.len()]
-    }
 }
 
 /// Size and shape of a fitted forest.
