@@ -261,6 +261,78 @@ pub fn sample_extension_cut<R: Rng + ?Sized>(
     }
 }
 
+/// Linear extension `η = Σ_d (ℓ_d − lo_d)⁺ + (hi_d − u_d)⁺` of the box `[lower, upper]`
+/// by a set of points with bounding box `[lo, hi]`: the rate of the first cut of the grown
+/// box that misses the old one (the set version of [`extension_rate`]).
+pub fn set_extension_rate(
+    lower: &[Feature],
+    upper: &[Feature],
+    lo: &[Feature],
+    hi: &[Feature],
+) -> f64 {
+    set_protrusions(lower, upper, lo, hi)
+        .map(|(b, a)| b + a)
+        .sum()
+}
+
+/// Per dimension, how far `[lo, hi]` protrudes below and above `[lower, upper]`.
+fn set_protrusions<'a>(
+    lower: &'a [Feature],
+    upper: &'a [Feature],
+    lo: &'a [Feature],
+    hi: &'a [Feature],
+) -> impl Iterator<Item = (f64, f64)> + Clone + 'a {
+    lower
+        .iter()
+        .zip(upper)
+        .zip(lo.iter().zip(hi))
+        .map(|((&l, &u), (&a, &b))| (f64::from((l - a).max(0.0)), f64::from((b - u).max(0.0))))
+}
+
+/// [`sample_extension_cut`] for a set of points with bounding box `[lo, hi]`: δ ∝ the
+/// protrusion `e^ℓ_d + e^u_d`, ξ uniform on the protruding parts of dimension δ (the side
+/// chosen ∝ its length, then uniform within it). `point_goes_right` says that the points
+/// beyond the cut lie above the box. `eta` is [`set_extension_rate`] and must be positive.
+pub fn sample_set_extension_cut<R: Rng + ?Sized>(
+    rng: &mut R,
+    lower: &[Feature],
+    upper: &[Feature],
+    lo: &[Feature],
+    hi: &[Feature],
+    eta: f64,
+) -> ExtensionCut {
+    let protrusions = set_protrusions(lower, upper, lo, hi);
+    let dimension = sample_proportional(rng, protrusions.clone().map(|(b, a)| b + a), eta);
+    let (below, above) = set_protrusions(
+        &lower[dimension..=dimension],
+        &upper[dimension..=dimension],
+        &lo[dimension..=dimension],
+        &hi[dimension..=dimension],
+    )
+    .next()
+    .unwrap_or((0.0, 0.0));
+    // Only a dimension protruding on both sides costs a draw for the side.
+    let goes_above = if below > 0.0 && above > 0.0 {
+        rng.gen::<f64>() * (below + above) >= below
+    } else {
+        above > 0.0
+    };
+    let (l, u) = (lower[dimension], upper[dimension]);
+    if goes_above {
+        ExtensionCut {
+            dimension,
+            location: sample_uniform_half_open(rng, u, hi[dimension]),
+            point_goes_right: true,
+        }
+    } else {
+        ExtensionCut {
+            dimension,
+            location: sample_uniform_half_open(rng, lo[dimension], l),
+            point_goes_right: false,
+        }
+    }
+}
+
 /// Expected discount `d̄ = E[exp(−γ Δ̃)]` of a branch-off node whose offset Δ̃ is `Exp(η)`
 /// truncated to `[0, Δ]` (spec `mf-classification.md` §4.2):
 /// `d̄ = η/(η+γ) · expm1(−(η+γ)Δ) / expm1(−ηΔ)`, with `Δ = ∞` giving `η/(η+γ)`.

@@ -340,7 +340,8 @@ fn root_time_and_leaves(tree: &MondrianTree) -> (f64, usize) {
 
 #[test]
 fn online_trees_have_the_batch_distribution() {
-    // T8: 3000 batch trees against 3000 trees grown online in random orders, for mss ∈ {2, 5}
+    // T8: 3000 batch trees against 3000 trees grown online in random orders, point by point
+    // and in sets (`extend_many`), for mss ∈ {2, 5}
     // with a duplicated point: KS on the root split time and χ² on the number of leaves,
     // at a family-wise level of 1e-3. T11: the moments of every node equal a recount.
     let mut family = Family::new("regression online ≡ batch");
@@ -357,7 +358,7 @@ fn online_trees_have_the_batch_distribution() {
         };
         let ids: Vec<u32> = (0..30).collect();
         let mut r = rng(100 + mss as u64);
-        let (mut batch, mut online) = (Vec::new(), Vec::new());
+        let (mut batch, mut online, mut sets) = (Vec::new(), Vec::new(), Vec::new());
         for rep in 0..3000 {
             let mut tree = MondrianTree::new(2, f64::INFINITY, pause);
             let mut stats = TargetMoments::new();
@@ -375,6 +376,17 @@ fn online_trees_have_the_batch_distribution() {
             if rep < 50 {
                 check_moments(&tree, &stats, &y);
             }
+
+            // The same order in sets of 4, 8, 16 and the rest (`extend_many`).
+            let mut tree = MondrianTree::new(2, f64::INFINITY, pause);
+            let mut stats = TargetMoments::new();
+            for range in [0..4, 4..12, 12..28, 28..30] {
+                tree.extend_many(order[range].to_vec(), &data, &mut stats, &mut r);
+            }
+            sets.push(root_time_and_leaves(&tree));
+            if rep < 50 {
+                check_moments(&tree, &stats, &y);
+            }
         }
         let times = |v: &[(f64, usize)]| v.iter().map(|p| p.0).collect::<Vec<_>>();
         family.push(
@@ -382,10 +394,15 @@ fn online_trees_have_the_batch_distribution() {
             ks_two_sample(&times(&batch), &times(&online)),
         );
         family.push(
+            format!("mss {mss}: root time KS, sets"),
+            ks_two_sample(&times(&batch), &times(&sets)),
+        );
+        family.push(
             format!("mss {mss}: leaves χ²"),
             chi2_homogeneity(&[
                 histogram(batch.iter().map(|p| p.1)),
                 histogram(online.iter().map(|p| p.1)),
+                histogram(sets.iter().map(|p| p.1)),
             ]),
         );
     }

@@ -519,6 +519,8 @@ fn assert_online_equals_batch(name: &str, data: &Data, lifetime: f64, pause: Pau
         Method::Online(permutation(&ids, seed + 3)),
         Method::Prefix(permutation(&ids, seed + 4), 3),
         Method::Shuffled,
+        Method::Sets(permutation(&ids, seed + 5), 2),
+        Method::Sets(permutation(&ids, seed + 6), 3),
     ];
     let mut samples = Vec::new();
     for (mi, m) in methods.iter().enumerate() {
@@ -630,8 +632,9 @@ fn online_equals_batch_min_samples_split() {
 }
 
 /// Online bagging invariance: a point inserted online with multiplicity w (`extend`'s
-/// weight), the same point inserted w times with weight 1, and batch sampling with the
-/// id repeated w times all give the law MT(λ, multiset). Multiplicity matters for the
+/// weight), the same point inserted w times with weight 1, the repeats extended as two sets
+/// (`extend_many`), and batch sampling with the id repeated w times all give the law
+/// MT(λ, multiset). Multiplicity matters for the
 /// min_samples_split predicate (|S| counts multiplicity), so the comparison has power.
 /// χ² homogeneity of the signature (leaf multisets), leaf count and depths.
 #[test]
@@ -671,7 +674,7 @@ fn online_bagging_weights_equal_repeated_points() {
     let mut fam = Family::new("online bagging: weight w ≡ w repeats ≡ batch with repeats");
     for (ci, (name, lifetime, pause)) in configs.iter().enumerate() {
         let mut samples: Vec<TreeLaw> = Vec::new();
-        for method in 0..4 {
+        for method in 0..5 {
             let mut r = rng(8000 + 10 * ci as u64 + method);
             let mut sig = BTreeMap::new();
             let mut leaves = BTreeMap::new();
@@ -695,6 +698,18 @@ fn online_bagging_weights_equal_repeated_points() {
                         for i in order {
                             tree.extend(i, 1, &pts, &mut counts, &mut r);
                         }
+                    }
+                    3 => {
+                        // Weighted points in two sets (`extend_many`), repeats as ids.
+                        let mut order = weighted.clone();
+                        order.shuffle(&mut r);
+                        let ids: Vec<u32> = order
+                            .iter()
+                            .flat_map(|&(i, w)| vec![i; w as usize])
+                            .collect();
+                        let (head, tail) = ids.split_at(4);
+                        tree.extend_many(head.to_vec(), &pts, &mut counts, &mut r);
+                        tree.extend_many(tail.to_vec(), &pts, &mut counts, &mut r);
                     }
                     _ => {
                         // Batch on the repeats of a random half, then weighted extension.

@@ -337,9 +337,17 @@ impl<T: Copy> PointStore<T> {
     }
 }
 
+/// Mini-batches of at least this many points, and at least as many as the trees already
+/// hold, extend each tree as one set ([`MondrianTree::extend_many`]); the others take the
+/// interleaved per-point road. Measured with `mondrian curve` on letter, one thread: two
+/// halves train in 1.16 s as sets against 1.56 s point by point, 100 mini-batches in
+/// 3.98 s against 3.15 s.
+const SET_EXTENSION_MIN: usize = 2;
+
 /// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
-/// is batch-sampled on them ([P] Alg. 1), any other is extended point by point in order
-/// (Alg. 3); both give the same distribution (spec §2.6). With bagging, point `i` counts
+/// is batch-sampled on them ([P] Alg. 1), any other is extended by them as one set
+/// ([`MondrianTree::extend_many`], for a large batch) or point by point in order (Alg. 3);
+/// all give the same distribution (spec §2.6). With bagging, point `i` counts
 /// `poisson_weight(seed, tree, i)` times in either road.
 pub(crate) fn grow_trees<S>(
     trees: &mut [TreeUnit<S>],
@@ -364,6 +372,20 @@ pub(crate) fn grow_trees<S>(
     // the trees' cache misses overlap (a descent waits on each node it loads).
     let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
         let first_tree = c * TREE_GROUP;
+        if end - start >= SET_EXTENSION_MIN.max(start) {
+            // A mini-batch at least as large as what the trees hold extends each tree as
+            // one set: the top of the tree is visited once per batch instead of once per
+            // point (same law, spec §2.6). Smaller batches spread over distinct deep paths,
+            // where the per-point road below, with its interleaved descents, is faster.
+            for (t, unit) in chunk.iter_mut().enumerate() {
+                let points = (start..end)
+                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize))
+                    .collect();
+                unit.tree
+                    .extend_many(points, data, &mut unit.stats, &mut unit.rng);
+            }
+            return;
+        }
         // An empty tree is batch-sampled on the whole batch and then sits it out.
         let mut sampled = [false; TREE_GROUP];
         for (t, unit) in chunk.iter_mut().enumerate() {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::process::sample_exponential;
 use crate::process::{
     grow_box, linear_dimension, sample_extension_cut, sample_proportional,
-    sample_uniform_half_open, split_time, Feature,
+    sample_set_extension_cut, sample_uniform_half_open, set_extension_rate, split_time, Feature,
 };
 
 /// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory, never
@@ -722,6 +722,163 @@ impl MondrianTree {
         }
     }
 
+    /// Online extension by a set of training points at once (ids may repeat: multiplicity).
+    /// The result has the law of batch sampling on all points seen so far, like inserting
+    /// them one by one with [`extend`](Self::extend) (spec §2.6), but each node is visited
+    /// once per set instead of once per point.
+    ///
+    /// Why it holds: the Mondrian process of a grown box restricted to the old box is the
+    /// old tree's process, so at node `j` with old box `B` and new points with bounding box
+    /// `P`, the first cut of `bbox(B ∪ P)` that misses `B` comes after `Exp(η)` with `η` the
+    /// linear extension of `B` by `P`, in a dimension ∝ its protrusion, uniform on the
+    /// protruding part (the set version of [P] Alg. 4). If it comes before `τ_j`, a new
+    /// parent holds it: the points beyond the cut form a fresh block sampled from that time
+    /// ([P] Alg. 9), the others continue at `j` with the new parent's time (memorylessness).
+    /// Otherwise `j`'s cut extends to the grown box and the points are routed by it. A
+    /// paused leaf takes the points and re-samples its block once the pause no longer holds,
+    /// as in Alg. 10. Each change of a node's statistics is carried up to the root, as far
+    /// as it changes anything.
+    pub fn extend_many<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        points: Vec<u32>,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        if points.is_empty() {
+            return;
+        }
+        if self.root == NO_NODE {
+            self.fit(points, data, stats, rng);
+            return;
+        }
+        let d = self.n_features;
+        let (mut lo, mut hi) = (vec![0.0; d], vec![0.0; d]);
+        let mut stack = vec![(self.root, points, 0.0f64)];
+        while let Some((j, set, tp)) = stack.pop() {
+            let ju = j as usize;
+            if set.len() == 1 {
+                // One point left: the per-point road from here on (the same law), which
+                // routes first and reads only the boxes the point lies outside (the
+                // ancestors' boxes already contain it).
+                let x = data.row(set[0]);
+                let mut node = j;
+                self.path.clear();
+                while node != NO_NODE {
+                    node = self.route_advance(node, x);
+                }
+                self.extend_routed(set[0], 1, data, stats, rng);
+                continue;
+            }
+            lo.copy_from_slice(data.row(set[0]));
+            hi.copy_from_slice(data.row(set[0]));
+            for &i in &set[1..] {
+                grow_box(&mut lo, &mut hi, data.row(i));
+            }
+            if self.nodes[ju].paused {
+                self.grow_box_by(j, &lo, &hi);
+                let mut all = std::mem::take(&mut self.points[ju]);
+                all.extend_from_slice(&set);
+                if self.pause.holds(&all, stats, data.targets) {
+                    stats.set_leaf(j, &all, data.targets);
+                    self.points[ju] = all;
+                } else {
+                    // Un-pause: re-sample the block from its parent's time on all its points
+                    // (this also sets the statistics of the new subtree).
+                    self.nodes[ju].paused = false;
+                    self.sample_block(j, all, tp, data, stats, rng);
+                }
+                self.propagate_recompute(self.nodes[ju].parent, stats);
+                continue;
+            }
+            let eta = set_extension_rate(self.lower(j), self.upper(j), &lo, &hi);
+            let t = tp + sample_exponential(rng, eta);
+            if t < self.nodes[ju].tau {
+                let cut =
+                    sample_set_extension_cut(rng, self.lower(j), self.upper(j), &lo, &hi, eta);
+                let (beyond, near): (Vec<u32>, Vec<u32>) = set.iter().partition(|&&i| {
+                    (data.row(i)[cut.dimension] > cut.location) == cut.point_goes_right
+                });
+                let parent = self.insert_parent_above(j, t, cut.dimension, cut.location, stats);
+                self.grow_box_by(parent, &lo, &hi);
+                let sibling = self.new_node(parent, stats);
+                let pu = parent as usize;
+                if cut.point_goes_right {
+                    self.nodes[pu].right = sibling;
+                } else {
+                    self.nodes[pu].left = sibling;
+                }
+                self.sample_block(sibling, beyond, t, data, stats, rng);
+                self.propagate_recompute(parent, stats);
+                if !near.is_empty() {
+                    stack.push((j, near, t));
+                }
+                continue;
+            }
+            self.grow_box_by(j, &lo, &hi);
+            if self.is_leaf(j) {
+                // A leaf at the end of its lifetime takes the points.
+                self.points[ju].extend_from_slice(&set);
+                stats.set_leaf(j, &self.points[ju], data.targets);
+                self.propagate_recompute(self.nodes[ju].parent, stats);
+                continue;
+            }
+            let (dim, loc) = (self.nodes[ju].split_dim as usize, self.nodes[ju].split_loc);
+            let (left, right): (Vec<u32>, Vec<u32>) =
+                set.iter().partition(|&&i| data.row(i)[dim] <= loc);
+            let tau = self.nodes[ju].tau;
+            if !right.is_empty() {
+                stack.push((self.nodes[ju].right, right, tau));
+            }
+            if !left.is_empty() {
+                stack.push((self.nodes[ju].left, left, tau));
+            }
+        }
+    }
+
+    /// Grows the box of `node` by the box `[lo, hi]`.
+    fn grow_box_by(&mut self, node: u32, lo: &[Feature], hi: &[Feature]) {
+        let (lower, upper) = self.bounds_mut(node);
+        grow_box(lower, upper, lo);
+        grow_box(lower, upper, hi);
+    }
+
+    /// Inserts a new internal node above `node` at time `tau` with the given cut, `node` as
+    /// its only child so far (on the side of the cut `node`'s box lies on) and `node`'s
+    /// box; the caller adds the other child. Returns the new node.
+    fn insert_parent_above<S: NodeStatistics>(
+        &mut self,
+        node: u32,
+        tau: f64,
+        dim: usize,
+        loc: Feature,
+        stats: &mut S,
+    ) -> u32 {
+        let old_parent = self.nodes[node as usize].parent;
+        let new_parent = self.new_node(old_parent, stats);
+        let np = new_parent as usize;
+        if old_parent == NO_NODE {
+            self.root = new_parent;
+        } else if self.nodes[old_parent as usize].left == node {
+            self.nodes[old_parent as usize].left = new_parent;
+        } else {
+            self.nodes[old_parent as usize].right = new_parent;
+        }
+        self.nodes[np].split_dim = dim as u32;
+        self.nodes[np].split_loc = loc;
+        self.nodes[np].tau = tau;
+        let d = self.n_features;
+        let (src, dst) = (2 * d * node as usize, 2 * d * np);
+        self.bounds.copy_within(src..src + 2 * d, dst);
+        if self.upper(node)[dim] <= loc {
+            self.nodes[np].left = node;
+        } else {
+            self.nodes[np].right = node;
+        }
+        self.nodes[node as usize].parent = new_parent;
+        new_parent
+    }
+
     /// Where an insertion of `x` starts to do anything: the first node on its path whose box
     /// does not contain `x`, or the leaf if every box does. Above it η = 0, so the walk of
     /// spec §2.4 would draw nothing, leave the boxes as they are and only route (boxes are
@@ -787,32 +944,16 @@ impl MondrianTree {
         let x = data.row(point);
         let cut = sample_extension_cut(rng, self.lower(node), self.upper(node), x, eta);
         let old_parent = self.nodes[node as usize].parent;
-        let new_parent = self.new_node(old_parent, stats);
-        let np = new_parent as usize;
-        if old_parent == NO_NODE {
-            self.root = new_parent;
-        } else if self.nodes[old_parent as usize].left == node {
-            self.nodes[old_parent as usize].left = new_parent;
-        } else {
-            self.nodes[old_parent as usize].right = new_parent;
-        }
-        self.nodes[np].split_dim = cut.dimension as u32;
-        self.nodes[np].split_loc = cut.location;
-        self.nodes[np].tau = tau;
-        let d = self.n_features;
-        let (src, dst) = (2 * d * node as usize, 2 * d * np);
-        self.bounds.copy_within(src..src + 2 * d, dst);
+        let new_parent = self.insert_parent_above(node, tau, cut.dimension, cut.location, stats);
         self.extend_box(new_parent, x);
         let leaf = self.new_node(new_parent, stats);
         self.new_leaf(leaf, point, weight, data, stats);
+        let np = new_parent as usize;
         if cut.point_goes_right {
-            self.nodes[np].left = node;
             self.nodes[np].right = leaf;
         } else {
             self.nodes[np].left = leaf;
-            self.nodes[np].right = node;
         }
-        self.nodes[node as usize].parent = new_parent;
         stats.set_parent_of(new_parent, node);
         if stats.absorb_internal(new_parent, data.target(point), weight) {
             self.propagate_absorb(old_parent, data.target(point), weight, stats);

@@ -134,6 +134,9 @@ pub enum Method {
     Shuffled,
     /// `fit` on the first `prefix` ids of the order, then `extend` with the rest.
     Prefix(Vec<u32>, usize),
+    /// `extend_many` with consecutive sets of this size in this order (the first set
+    /// batch-samples the empty tree).
+    Sets(Vec<u32>, usize),
 }
 
 impl Method {
@@ -143,6 +146,7 @@ impl Method {
             Method::Online(o) => format!("online{o:?}"),
             Method::Shuffled => "online(shuffled per tree)".into(),
             Method::Prefix(o, p) => format!("batch{:?}+online{:?}", &o[..*p], &o[*p..]),
+            Method::Sets(o, k) => format!("sets of {k} from {o:?}"),
         }
     }
 
@@ -169,6 +173,14 @@ impl Method {
                     build_batch(data, order[..*p].to_vec(), lifetime, pause, rng);
                 for &i in &order[*p..] {
                     tree.extend(i, 1, &data.points(), &mut counts, rng);
+                }
+                (tree, counts)
+            }
+            Method::Sets(order, k) => {
+                let mut tree = MondrianTree::new(data.d, lifetime, pause);
+                let mut counts = LabelCounts::new(data.k);
+                for set in order.chunks(*k) {
+                    tree.extend_many(set.to_vec(), &data.points(), &mut counts, rng);
                 }
                 (tree, counts)
             }
