@@ -231,7 +231,8 @@ pub struct ExtensionCut {
 
 /// Draws the cut that separates `x` from the box `[lower, upper]`, given that one occurs:
 /// δ ∝ the box's protrusion `e^ℓ_d + e^u_d`, ξ uniform on the gap between box and point.
-/// `eta` is [`extension_rate`] and must be positive.
+/// `eta` is [`extension_rate`] and must be positive. The one-point case of
+/// [`sample_set_extension_cut`] (a point protrudes on one side only, so no side is drawn).
 pub fn sample_extension_cut<R: Rng + ?Sized>(
     rng: &mut R,
     lower: &[Feature],
@@ -239,26 +240,7 @@ pub fn sample_extension_cut<R: Rng + ?Sized>(
     x: &[Feature],
     eta: f64,
 ) -> ExtensionCut {
-    let gaps = lower
-        .iter()
-        .zip(upper)
-        .zip(x)
-        .map(|((&l, &u), &v)| f64::from((l - v).max(0.0)) + f64::from((v - u).max(0.0)));
-    let dimension = sample_proportional(rng, gaps, eta);
-    let (l, u, v) = (lower[dimension], upper[dimension], x[dimension]);
-    if v > u {
-        ExtensionCut {
-            dimension,
-            location: sample_uniform_half_open(rng, u, v),
-            point_goes_right: true,
-        }
-    } else {
-        ExtensionCut {
-            dimension,
-            location: sample_uniform_half_open(rng, v, l),
-            point_goes_right: false,
-        }
-    }
+    sample_set_extension_cut(rng, lower, upper, x, x, eta)
 }
 
 /// Linear extension `η = Σ_d (ℓ_d − lo_d)⁺ + (hi_d − u_d)⁺` of the box `[lower, upper]`
@@ -270,29 +252,32 @@ pub fn set_extension_rate(
     lo: &[Feature],
     hi: &[Feature],
 ) -> f64 {
-    set_protrusions(lower, upper, lo, hi)
-        .map(|(b, a)| b + a)
+    (0..lower.len())
+        .map(|d| protrusion(lower, upper, lo, hi, d))
+        .map(|(below, above)| below + above)
         .sum()
 }
 
-/// Per dimension, how far `[lo, hi]` protrudes below and above `[lower, upper]`.
-fn set_protrusions<'a>(
-    lower: &'a [Feature],
-    upper: &'a [Feature],
-    lo: &'a [Feature],
-    hi: &'a [Feature],
-) -> impl Iterator<Item = (f64, f64)> + Clone + 'a {
-    lower
-        .iter()
-        .zip(upper)
-        .zip(lo.iter().zip(hi))
-        .map(|((&l, &u), (&a, &b))| (f64::from((l - a).max(0.0)), f64::from((b - u).max(0.0))))
+/// How far `[lo, hi]` protrudes below and above `[lower, upper]` in dimension `d`.
+#[inline]
+fn protrusion(
+    lower: &[Feature],
+    upper: &[Feature],
+    lo: &[Feature],
+    hi: &[Feature],
+    d: usize,
+) -> (f64, f64) {
+    (
+        f64::from((lower[d] - lo[d]).max(0.0)),
+        f64::from((hi[d] - upper[d]).max(0.0)),
+    )
 }
 
-/// [`sample_extension_cut`] for a set of points with bounding box `[lo, hi]`: δ ∝ the
-/// protrusion `e^ℓ_d + e^u_d`, ξ uniform on the protruding parts of dimension δ (the side
-/// chosen ∝ its length, then uniform within it). `point_goes_right` says that the points
-/// beyond the cut lie above the box. `eta` is [`set_extension_rate`] and must be positive.
+/// The cut that separates the points with bounding box `[lo, hi]` from the box
+/// `[lower, upper]`, given that one occurs: δ ∝ the protrusion `e^ℓ_d + e^u_d`, ξ uniform on
+/// the protruding parts of dimension δ (the side chosen ∝ its length, then uniform within
+/// it). `point_goes_right` says that the points beyond the cut lie above the box. `eta` is
+/// [`set_extension_rate`] and must be positive.
 pub fn sample_set_extension_cut<R: Rng + ?Sized>(
     rng: &mut R,
     lower: &[Feature],
@@ -301,33 +286,28 @@ pub fn sample_set_extension_cut<R: Rng + ?Sized>(
     hi: &[Feature],
     eta: f64,
 ) -> ExtensionCut {
-    let protrusions = set_protrusions(lower, upper, lo, hi);
-    let dimension = sample_proportional(rng, protrusions.clone().map(|(b, a)| b + a), eta);
-    let (below, above) = set_protrusions(
-        &lower[dimension..=dimension],
-        &upper[dimension..=dimension],
-        &lo[dimension..=dimension],
-        &hi[dimension..=dimension],
-    )
-    .next()
-    .unwrap_or((0.0, 0.0));
+    let gaps = (0..lower.len()).map(|d| {
+        let (below, above) = protrusion(lower, upper, lo, hi, d);
+        below + above
+    });
+    let dimension = sample_proportional(rng, gaps, eta);
+    let (below, above) = protrusion(lower, upper, lo, hi, dimension);
     // Only a dimension protruding on both sides costs a draw for the side.
     let goes_above = if below > 0.0 && above > 0.0 {
         rng.gen::<f64>() * (below + above) >= below
     } else {
         above > 0.0
     };
-    let (l, u) = (lower[dimension], upper[dimension]);
     if goes_above {
         ExtensionCut {
             dimension,
-            location: sample_uniform_half_open(rng, u, hi[dimension]),
+            location: sample_uniform_half_open(rng, upper[dimension], hi[dimension]),
             point_goes_right: true,
         }
     } else {
         ExtensionCut {
             dimension,
-            location: sample_uniform_half_open(rng, lo[dimension], l),
+            location: sample_uniform_half_open(rng, lo[dimension], lower[dimension]),
             point_goes_right: false,
         }
     }

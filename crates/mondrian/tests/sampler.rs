@@ -296,6 +296,53 @@ fn root_split_dimension_and_location() {
     fam.assert();
 }
 
+/// The cut that separates a set of points from a box (`sample_set_extension_cut`, used by
+/// `extend_many`): for box [0.5, 0.6] × [0.2, 0.8] and a set with bounding box
+/// [0.2, 0.7] × [0.2, 0.9], the protrusions are (0.3 below + 0.1 above) and (0 + 0.1), so
+/// δ = 0 with probability 0.8 and ξ | δ = 0 is uniform on [0.2, 0.5) ∪ [0.6, 0.7) (CDF
+/// piecewise linear, 3/4 of the mass below the box), ξ | δ = 1 uniform on [0.8, 0.9); the
+/// points beyond the cut lie above the box exactly when ξ is above it. χ² on δ, KS on ξ.
+#[test]
+fn set_extension_cut_is_uniform_on_the_protrusion() {
+    use mondrian::process::{sample_set_extension_cut, set_extension_rate};
+    let (lower, upper): ([Feature; 2], [Feature; 2]) = ([0.5, 0.2], [0.6, 0.8]);
+    let (lo, hi): ([Feature; 2], [Feature; 2]) = ([0.2, 0.2], [0.7, 0.9]);
+    let eta = set_extension_rate(&lower, &upper, &lo, &hi);
+    assert!((eta - 0.5).abs() < 1e-6, "η = {eta}");
+    let mut r = rng(4100);
+    let (mut dims, mut loc0, mut loc1) = ([0u64; 2], Vec::new(), Vec::new());
+    for _ in 0..40_000 {
+        let cut = sample_set_extension_cut(&mut r, &lower, &upper, &lo, &hi, eta);
+        let xi = f64::from(cut.location);
+        assert_eq!(cut.point_goes_right, xi >= 0.6 - 1e-7, "side of ξ = {xi}");
+        dims[cut.dimension] += 1;
+        if cut.dimension == 0 {
+            loc0.push(xi);
+        } else {
+            loc1.push(xi);
+        }
+    }
+    let mut fam = Family::new("set extension cut: δ ∝ protrusion, ξ uniform on it");
+    fam.push(format!("δ counts {dims:?}"), chi2_gof(&dims, &[0.8, 0.2]));
+    let cdf0 = |x: f64| {
+        if x < 0.2 {
+            0.0
+        } else if x < 0.5 {
+            0.75 * (x - 0.2) / 0.3
+        } else if x < 0.6 {
+            0.75
+        } else {
+            (0.75 + 0.25 * (x - 0.6) / 0.1).min(1.0)
+        }
+    };
+    fam.push("ξ | δ = 0".to_string(), ks_one_sample(&loc0, cdf0));
+    fam.push(
+        "ξ | δ = 1".to_string(),
+        ks_one_sample(&loc1, |x| ((x - 0.8) / 0.1).clamp(0.0, 1.0)),
+    );
+    fam.assert();
+}
+
 // ---------------------------------------------------------------------------------------
 // §8.4 item 3: Markov property at the root's children
 // ---------------------------------------------------------------------------------------

@@ -339,9 +339,8 @@ impl<T: Copy> PointStore<T> {
 
 /// Mini-batches of at least this many points, and at least as many as the trees already
 /// hold, extend each tree as one set ([`MondrianTree::extend_many`]); the others take the
-/// interleaved per-point road. Measured with `mondrian curve` on letter, one thread: two
-/// halves train in 1.16 s as sets against 1.56 s point by point, 100 mini-batches in
-/// 3.98 s against 3.15 s.
+/// interleaved per-point road, which is faster where a batch's points part ways high in
+/// the tree (`experiments/benchmarks.md`, "Mini-batches as sets").
 const SET_EXTENSION_MIN: usize = 2;
 
 /// Trains every tree, in parallel, on the stored points from `start` on: an empty tree
