@@ -220,9 +220,12 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         return self
 
     def partial_fit(self, X, y, classes=None):
-        """Extends the forest online with a mini-batch, in row order.
+        """Extends the forest online with a mini-batch.
 
-        The first call fixes the number of features and (unless ``feature_ranges`` is
+        The trees keep the law of batch training on everything seen so far. A batch at
+        least as large as what the forest holds is inserted as one set, a smaller one row
+        by row, so for a given seed the trees depend on how the stream is cut into batches
+        (never on ``n_jobs``). The first call fixes the number of features and (unless ``feature_ranges`` is
         given) the feature scaling, so it should be representative of the stream.
 
         Parameters

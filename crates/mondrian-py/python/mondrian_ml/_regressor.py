@@ -162,8 +162,10 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         return self
 
     def partial_fit(self, X, y):
-        """Extends the forest online with a mini-batch, in row order. The first call fixes
-        the number of features and (unless ``feature_ranges`` is given) the scaling."""
+        """Extends the forest online with a mini-batch, keeping the law of batch training
+        on everything seen so far (a batch at least as large as what the forest holds goes
+        in as one set, a smaller one row by row). The first call fixes the number of
+        features and (unless ``feature_ranges`` is given) the scaling."""
         first = not self.__sklearn_is_fitted__()
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=first)
         y = np.ascontiguousarray(y, dtype=np.float64)

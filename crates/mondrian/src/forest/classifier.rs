@@ -264,7 +264,10 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    /// Online training ([P] Alg. 3) on one point or a mini-batch, in row order.
+    /// Online training ([P] Alg. 3) on one point or a mini-batch: the trees keep the law of
+    /// batch training on all points seen (spec §2.6). A batch at least as large as what the
+    /// forest holds goes in as one set ([`MondrianTree::extend_many`](crate::tree::MondrianTree::extend_many)),
+    /// a smaller one point by point in row order.
     ///
     /// The first call fixes the number of features and, with [`Scaling::FirstBatch`], the
     /// feature scaling (so a first mini-batch should be representative, or ranges should

@@ -257,8 +257,10 @@ impl MondrianForestRegressor {
         self.train(x, n_features, y, true)
     }
 
-    /// Online training (Alg. 6.3 with pausing, §1.6) on one point or a mini-batch, in row
-    /// order. The first call fixes the width and, with [`Scaling::FirstBatch`], the scaling.
+    /// Online training (Alg. 6.3 with pausing, §1.6) on one point or a mini-batch (a large
+    /// batch goes in as one set, a smaller one in row order; the law is the same, see
+    /// [`MondrianForestClassifier::partial_fit`](crate::MondrianForestClassifier::partial_fit)).
+    /// The first call fixes the width and, with [`Scaling::FirstBatch`], the scaling.
     /// θ is re-estimated from all labels seen after every call, so in exact mode each call
     /// also refreshes every node's messages (O(nodes)); stream point by point with
     /// [`PredictionMode::Fast`], whose cost per point is O(depth).
