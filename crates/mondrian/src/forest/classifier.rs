@@ -20,7 +20,7 @@ pub struct ClassifierParams {
     /// Lifetime λ of the Mondrian process; `f64::INFINITY` grows trees until every block
     /// is paused or holds identical points.
     pub lifetime: f64,
-    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on [0,1] features),
+    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on \[0,1\] features),
     /// with D = Σ_d w_d under feature weights.
     pub discount_factor: f64,
     /// Master seed; tree t draws from a generator seeded by (seed, t).
@@ -97,7 +97,7 @@ impl ClassifierParams {
     }
 }
 
-/// An online Mondrian forest classifier ([P] Lakshminarayanan et al. 2014; spec
+/// An online Mondrian forest classifier (\[P\] Lakshminarayanan et al. 2014; spec
 /// `mf-classification.md`).
 ///
 /// Trees are trained independently (in parallel) and the forest predicts the average of
@@ -244,7 +244,7 @@ impl MondrianForestClassifier {
         Ok(max + 1)
     }
 
-    /// Batch training ([P] Alg. 1): discards any previous state, fixes the scaling from
+    /// Batch training (\[P\] Alg. 1): discards any previous state, fixes the scaling from
     /// `x` (unless ranges were given) and samples every tree from `MT(λ, D)`.
     /// `x` is row-major with `n_features` columns; `y` holds class indices.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
@@ -264,7 +264,7 @@ impl MondrianForestClassifier {
         Ok(())
     }
 
-    /// Online training ([P] Alg. 3) on one point or a mini-batch: the trees keep the law of
+    /// Online training (\[P\] Alg. 3) on one point or a mini-batch: the trees keep the law of
     /// batch training on all points seen (spec §2.6). A batch at least as large as what the
     /// forest holds goes in as one set ([`MondrianTree::extend_many`](crate::tree::MondrianTree::extend_many)),
     /// a smaller one point by point in row order.

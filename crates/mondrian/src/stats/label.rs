@@ -257,8 +257,9 @@ impl LabelModel {
     /// with `A_j = (c_j − d_j tab_j)/C_j` and `β_j = d_j T_j / C_j`, so the prediction is
     /// `Σ_j (w_j · branch_j + g_j · A_j) + ρ · H` with scalar coefficients `g_j` found by one
     /// backward pass over the path. That touches each node's counts once, only where a label
-    /// is present, and never forms a K-vector per node. [`predict_tree_direct`]
-    /// (Self::predict_tree_direct) is the literal algorithm; tests hold the two equal.
+    /// is present, and never forms a K-vector per node.
+    /// [`predict_tree_direct`](Self::predict_tree_direct) is the literal algorithm; tests
+    /// hold the two equal.
     pub fn predict_tree(
         &self,
         tree: &MondrianTree,

@@ -508,7 +508,7 @@ impl MondrianTree {
         grow_box(lower, upper, x);
     }
 
-    /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, [P] Alg. 1–2 and 9),
+    /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, \[P\] Alg. 1–2 and 9),
     /// replacing whatever the tree held. Point ids may repeat (multiplicity).
     pub fn fit<S: NodeStatistics, R: Rng + ?Sized>(
         &mut self,
@@ -640,7 +640,7 @@ impl MondrianTree {
     }
 
     /// Online extension by training point `point` with multiplicity `weight ≥ 1`
-    /// (spec §2.4–2.5, [P] Alg. 3–4 and 10 with the corrections of §9). The result has the
+    /// (spec §2.4–2.5, \[P\] Alg. 3–4 and 10 with the corrections of §9). The result has the
     /// distribution of batch sampling on all points seen so far (§2.6).
     pub fn extend<S: NodeStatistics, R: Rng + ?Sized>(
         &mut self,
@@ -731,9 +731,9 @@ impl MondrianTree {
     /// old tree's process, so at node `j` with old box `B` and new points with bounding box
     /// `P`, the first cut of `bbox(B ∪ P)` that misses `B` comes after `Exp(η)` with `η` the
     /// linear extension of `B` by `P`, in a dimension ∝ its protrusion, uniform on the
-    /// protruding part (the set version of [P] Alg. 4). If it comes before `τ_j`, a new
+    /// protruding part (the set version of \[P\] Alg. 4). If it comes before `τ_j`, a new
     /// parent holds it: the points beyond the cut form a fresh block sampled from that time
-    /// ([P] Alg. 9), the others continue at `j` with the new parent's time (memorylessness).
+    /// (\[P\] Alg. 9), the others continue at `j` with the new parent's time (memorylessness).
     /// Otherwise `j`'s cut extends to the grown box and the points are routed by it. A
     /// paused leaf takes the points and re-samples its block once the pause no longer holds,
     /// as in Alg. 10. Each change of a node's statistics is carried up to the root, as far
