@@ -230,8 +230,11 @@ fn same_model_whatever_the_thread_count() {
             ..Default::default()
         })
         .unwrap();
-        f.fit(&x[..200], 2, &y[..100]).unwrap();
-        f.partial_fit(&x[200..], 2, &y[100..]).unwrap();
+        // Batch, then a batch larger than the forest's points (one set per tree), then a
+        // smaller one (point by point).
+        f.fit(&x[..100], 2, &y[..50]).unwrap();
+        f.partial_fit(&x[100..300], 2, &y[50..150]).unwrap();
+        f.partial_fit(&x[300..], 2, &y[150..]).unwrap();
         // The thread setting itself is part of the saved parameters; everything else must match.
         f.set_n_threads(0);
         models.push(f.to_bytes().unwrap());
