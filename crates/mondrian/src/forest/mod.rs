@@ -367,6 +367,12 @@ pub(crate) fn grow_trees<S>(
             1
         }
     };
+    // The batch as tree `t` sees it: each point repeated by its weight.
+    let multiset = move |t: usize| -> Vec<u32> {
+        (start..end)
+            .flat_map(|i| std::iter::repeat_n(i as u32, weight(t, i) as usize))
+            .collect()
+    };
     // Trees go in chunks; within a chunk the descents of each point interleave so that
     // the trees' cache misses overlap (a descent waits on each node it loads).
     let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
@@ -377,9 +383,7 @@ pub(crate) fn grow_trees<S>(
             // point (same law, spec §2.6). Smaller batches spread over distinct deep paths,
             // where the per-point road below, with its interleaved descents, is faster.
             for (t, unit) in chunk.iter_mut().enumerate() {
-                let points = (start..end)
-                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize))
-                    .collect();
+                let points = multiset(first_tree + t);
                 unit.tree
                     .extend_many(points, data, &mut unit.stats, &mut unit.rng);
             }
@@ -389,9 +393,7 @@ pub(crate) fn grow_trees<S>(
         let mut sampled = [false; TREE_GROUP];
         for (t, unit) in chunk.iter_mut().enumerate() {
             if unit.tree.root().is_none() {
-                let points = (start..end)
-                    .flat_map(|i| std::iter::repeat_n(i as u32, weight(first_tree + t, i) as usize))
-                    .collect();
+                let points = multiset(first_tree + t);
                 unit.tree.fit(points, data, &mut unit.stats, &mut unit.rng);
                 sampled[t] = true;
             }

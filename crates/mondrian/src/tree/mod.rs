@@ -694,12 +694,8 @@ impl MondrianTree {
                         self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                     }
                 } else {
-                    // Un-pause: re-sample the block from its parent's time on all its points.
                     let set = std::mem::take(&mut self.points[ju]);
-                    self.nodes[ju].paused = false;
-                    let tp = self.parent_split_time(j);
-                    self.sample_block(j, set, tp, data, stats, rng);
-                    self.propagate_recompute(self.nodes[ju].parent, stats);
+                    self.unpause(j, set, data, stats, rng);
                 }
                 return;
             }
@@ -782,13 +778,10 @@ impl MondrianTree {
                 if self.pause.holds(&all, stats, data.targets) {
                     stats.set_leaf(j, &all, data.targets);
                     self.points[ju] = all;
+                    self.propagate_recompute(self.nodes[ju].parent, stats);
                 } else {
-                    // Un-pause: re-sample the block from its parent's time on all its points
-                    // (this also sets the statistics of the new subtree).
-                    self.nodes[ju].paused = false;
-                    self.sample_block(j, all, tp, data, stats, rng);
+                    self.unpause(j, all, data, stats, rng);
                 }
-                self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
             }
             let eta = set_extension_rate(self.lower(j), self.upper(j), &lo, &hi);
@@ -834,6 +827,24 @@ impl MondrianTree {
                 stack.push((self.nodes[ju].left, left, tau));
             }
         }
+    }
+
+    /// Un-pauses leaf `node`: re-samples its block from its parent's time on all its
+    /// `points` (\[P\] Alg. 10), which also sets the new subtree's statistics, and carries
+    /// the change upwards.
+    fn unpause<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        node: u32,
+        points: Vec<u32>,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        let j = node as usize;
+        self.nodes[j].paused = false;
+        let tp = self.parent_split_time(node);
+        self.sample_block(node, points, tp, data, stats, rng);
+        self.propagate_recompute(self.nodes[j].parent, stats);
     }
 
     /// Grows the box of `node` by the box `[lo, hi]`.
