@@ -327,18 +327,27 @@ impl RegressorCore {
         ))
     }
 
-    /// Predictive means and variances, two arrays of length n_rows.
+    /// Predictive means, variances and the between-tree part of the variances: three
+    /// arrays of length n_rows.
     #[allow(clippy::type_complexity)]
     fn predict<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    ) -> PyResult<(
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<f64>>,
+    )> {
         let model = &self.inner;
         let p = with_features(x, &self.last_input_address, |f, _, d| {
             each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
         })?;
-        Ok((p.mean.into_pyarray(py), p.variance.into_pyarray(py)))
+        Ok((
+            p.mean.into_pyarray(py),
+            p.variance.into_pyarray(py),
+            p.between_trees.into_pyarray(py),
+        ))
     }
 
     /// Central interval at `level` per row from the quantiles of the forest's full

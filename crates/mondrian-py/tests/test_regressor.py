@@ -46,6 +46,25 @@ def test_uncertainty_grows_away_from_the_data(mode):
     assert abs(std[2] ** 2 - far_var) < 1e-6 * far_var
 
 
+def test_variance_parts():
+    X, y = wave(600, 4)
+    Xt = np.vstack([wave(50, 5)[0], [[1e6, -1e6]]])
+    reg = MondrianForestRegressor(n_estimators=8, mode="fast", random_state=0).fit(X, y)
+    _, std = reg.predict(Xt, return_std=True)
+    within, between = reg.predict_variance_parts(Xt)
+    assert np.all(within > 0) and np.all(between >= 0)
+    np.testing.assert_allclose(within + between, std**2, rtol=1e-12)
+    # Far away every tree predicts the prior, so the trees agree exactly.
+    assert between[-1] <= 1e-12 * within[-1]
+    # Near the data the random partitions disagree.
+    assert np.all(between[:-1] > 0)
+    # One tree cannot disagree with itself.
+    one = MondrianForestRegressor(n_estimators=1, mode="fast", random_state=0).fit(X, y)
+    within, between = one.predict_variance_parts(Xt)
+    assert np.all(between == 0)
+    np.testing.assert_allclose(within, one.predict(Xt, return_std=True)[1] ** 2, rtol=1e-12)
+
+
 def test_accuracy_intervals_and_density():
     X, y = wave(2000, 2)
     Xt, yt = wave(1000, 3)

@@ -5,7 +5,9 @@
 mod common;
 
 use common::{chi2_homogeneity, histogram, ks_two_sample, rng, Family};
-use mondrian::stats::gaussian::{estimate_theta, GaussianModel, Moments, TargetMoments, Theta};
+use mondrian::stats::gaussian::{
+    estimate_theta, mixture_moments, GaussianModel, Moments, TargetMoments, Theta,
+};
 use mondrian::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints};
 use mondrian::{
     MondrianError, MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams,
@@ -663,4 +665,61 @@ fn marginal_likelihood_estimate_raises_the_forest_objective() {
     let (th, tm) = (heuristic.theta().unwrap(), ml.theta().unwrap());
     assert!(total(&heuristic, tm) > total(&heuristic, th));
     assert!(tm.noise_var > theta.noise_var);
+}
+
+#[test]
+fn variance_splits_into_within_and_between_trees() {
+    // Var = mean of the trees' variances + variance of their means (law of total variance
+    // over the equal-weight trees, §3.3), recomputed here from each tree's own mixture with
+    // a two-pass variance instead of the forest's running one.
+    let (mut x, mut y) = smooth_2d(300, 31);
+    // Two corners make the training ranges [0, 1]², so the forest's scaling is the identity.
+    x.extend([0.0, 0.0, 1.0, 1.0]);
+    y.extend([0.0, 1.0]);
+    let (mut xt, _) = smooth_2d(40, 32);
+    xt.extend([2.0, -1.0, 0.5, 3.0]);
+    let n_trees = 7;
+    for mode in [PredictionMode::Fast, PredictionMode::Exact] {
+        let mut f = regressor(mode, n_trees, 3);
+        f.fit(&x, 2, &y).unwrap();
+        let model = GaussianModel {
+            theta: f.theta().unwrap(),
+            mode,
+        };
+        let p = f.predict(&xt, 2).unwrap();
+        for (i, row) in xt.chunks_exact(2).enumerate() {
+            let point: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+            let (mut means, mut vars) = (Vec::new(), Vec::new());
+            for t in 0..n_trees {
+                let (tree, stats) = f.tree(t).unwrap();
+                let msgs = match mode {
+                    PredictionMode::Fast => Vec::new(),
+                    _ => model.upward(tree, stats),
+                };
+                let (mut steps, mut comps) = (Vec::new(), Vec::new());
+                tree.path_steps(&point, &mut steps);
+                model.tree_components(tree, stats, &msgs, &steps, &mut comps);
+                let (m, v) = mixture_moments(&comps);
+                means.push(m);
+                vars.push(v);
+            }
+            let k = n_trees as f64;
+            let mean = means.iter().sum::<f64>() / k;
+            let between = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / k;
+            let within = vars.iter().sum::<f64>() / k;
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+            assert!(close(p.mean[i], mean), "{mode:?} row {i}: {} vs {mean}", p.mean[i]);
+            assert!(
+                close(p.between_trees[i], between),
+                "{mode:?} row {i}: {} vs {between}",
+                p.between_trees[i]
+            );
+            assert!(
+                close(p.variance[i], within + between),
+                "{mode:?} row {i}: {} vs {}",
+                p.variance[i],
+                within + between
+            );
+        }
+    }
 }

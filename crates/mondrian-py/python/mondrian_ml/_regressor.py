@@ -186,10 +186,23 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     def predict(self, X, return_std=False):
         """Predictive mean of each row; with ``return_std=True`` also the predictive
         standard deviation (the convention of GaussianProcessRegressor)."""
-        mean, var = self._moments(X)
+        mean, var, _ = self._moments(X)
         if return_std:
             return mean, np.sqrt(var)
         return mean
+
+    def predict_variance_parts(self, X):
+        """The predictive variance of each row split by the law of total variance over
+        the trees: ``(within, between)``, with ``within + between`` the variance
+        ``predict(X, return_std=True)`` reports.
+
+        ``within`` is the mean of the trees' own predictive variances (the labels' spread
+        in the blocks around ``x``, smoothed along each tree's path); ``between`` is the
+        variance of the trees' predictive means (how much the random partitions disagree
+        at ``x``).
+        """
+        _, var, between = self._moments(X)
+        return var - between, between
 
     def predict_interval(self, X, level=0.9, kind="mixture"):
         """Central predictive interval ``(lower, upper)`` at ``level`` per row.
@@ -201,7 +214,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1), got {level!r}")
         if kind == "gaussian":
-            mean, var = self._moments(X)
+            mean, var, _ = self._moments(X)
             half = ndtri(0.5 + level / 2) * np.sqrt(var)
             return mean - half, mean + half
         if kind != "mixture":

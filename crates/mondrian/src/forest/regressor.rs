@@ -88,6 +88,10 @@ pub struct RegressionPrediction {
     pub mean: Vec<f64>,
     /// Predictive variance Var per row.
     pub variance: Vec<f64>,
+    /// The part of `variance` that comes from the trees disagreeing: the variance of the
+    /// trees' predictive means per row (law of total variance over the equal-weight trees;
+    /// `variance − between_trees` is the mean of the trees' own variances).
+    pub between_trees: Vec<f64>,
 }
 
 impl RegressionPrediction {
@@ -465,6 +469,7 @@ impl MondrianForestRegressor {
         Ok(RegressionPrediction {
             mean: stats.iter().map(|(m, _)| m.mean).collect(),
             variance: stats.iter().map(|(m, v)| v / m.n + m.variance()).collect(),
+            between_trees: stats.iter().map(|(m, _)| m.variance()).collect(),
         })
     }
 
