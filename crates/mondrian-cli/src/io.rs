@@ -917,6 +917,12 @@ mod tests {
         Tmp(p)
     }
 
+    /// The error of reading `content` as a training file named `name`.
+    fn dataset_error(name: &str, content: &[u8]) -> DataError {
+        let f = tmp(name, content);
+        read_dataset(f.path(), None).unwrap_err()
+    }
+
     fn gz(content: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(content).unwrap();
@@ -1062,8 +1068,7 @@ mod tests {
             check_small_svm(&read_dataset(f.path(), None).unwrap(), 3);
         }
         // But an explicit .csv is always CSV: one column -> bad header.
-        let f = tmp("k.csv", SVM.as_bytes());
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("k.csv", SVM.as_bytes());
         assert!(matches!(e, DataError::BadHeader { .. }), "{e:?}");
         assert!(e.to_string().contains("LIBSVM"), "{e}");
     }
@@ -1137,23 +1142,19 @@ mod tests {
     fn err_gzip_corrupt() {
         let good = gz(CSV.as_bytes());
         // Truncated stream.
-        let f = tmp("p.csv.gz", &good[..good.len() / 2]);
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("p.csv.gz", &good[..good.len() / 2]);
         assert!(matches!(e, DataError::Gzip { .. }), "{e:?}");
         // Corrupted CRC / body.
         let mut bad = good.clone();
         let n = bad.len();
         bad[n - 6] ^= 0xff;
-        let f = tmp("q.csv.gz", &bad);
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("q.csv.gz", &bad);
         assert!(matches!(e, DataError::Gzip { .. }), "{e:?}");
         // Magic bytes followed by garbage.
-        let f = tmp("r.csv.gz", b"\x1f\x8bthis is not deflate data at all");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("r.csv.gz", b"\x1f\x8bthis is not deflate data at all");
         assert!(matches!(e, DataError::Gzip { line: 1, .. }), "{e:?}");
         // Plain text named .gz.
-        let f = tmp("s.csv.gz", CSV.as_bytes());
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("s.csv.gz", CSV.as_bytes());
         assert!(matches!(e, DataError::Gzip { line: 1, .. }), "{e:?}");
         assert!(e.to_string().contains("not gzip"), "{e}");
     }
@@ -1165,8 +1166,7 @@ mod tests {
             text.push_str(&format!("{i},{},{}\n", i * 7 % 13, i % 3));
         }
         let good = gz(text.as_bytes());
-        let f = tmp("t.csv.gz", &good[..good.len() - 100]);
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("t.csv.gz", &good[..good.len() - 100]);
         match e {
             DataError::Gzip { line, .. } => assert!(line > 1, "line {line}"),
             other => panic!("{other:?}"),
@@ -1200,24 +1200,21 @@ mod tests {
             let e = read_features(f.path(), 2).unwrap_err();
             assert!(matches!(e, DataError::NoRows { .. }), "{e:?}");
         }
-        let f = tmp("v2.csv", b"\n\na,b,label\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("v2.csv", b"\n\na,b,label\n");
         assert!(matches!(e, DataError::NoRows { line: 3, .. }), "{e:?}");
     }
 
     #[test]
     fn err_bad_header() {
         // Only one column.
-        let f = tmp("w.csv", b"label\n1\n2\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("w.csv", b"label\n1\n2\n");
         assert!(matches!(e, DataError::BadHeader { line: 1, .. }), "{e:?}");
         // Semicolon-separated: one column.
         let f = tmp("w2.csv", b"a;b;label\n1;2;3\n");
         let e = read_dataset(f.path(), None).unwrap_err();
         assert!(e.to_string().contains("delimiter"), "{e}");
         // No header at all.
-        let f = tmp("w3.csv", b"0.5,2,1\n0.25,3,0\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("w3.csv", b"0.5,2,1\n0.25,3,0\n");
         assert!(matches!(e, DataError::BadHeader { line: 1, .. }), "{e:?}");
         assert!(e.to_string().contains("header"), "{e}");
     }
@@ -1258,8 +1255,7 @@ mod tests {
 
     #[test]
     fn err_column_count() {
-        let f = tmp("y.csv", b"a,b,label\n1,2,0\n1,2\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("y.csv", b"a,b,label\n1,2,0\n1,2\n");
         assert!(
             matches!(
                 e,
@@ -1272,8 +1268,7 @@ mod tests {
             ),
             "{e:?}"
         );
-        let f = tmp("y2.csv", b"a,b,label\n\n1,2,0,7\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("y2.csv", b"a,b,label\n\n1,2,0,7\n");
         assert!(
             matches!(
                 e,
@@ -1288,11 +1283,10 @@ mod tests {
         );
         assert!(e.to_string().contains(":3:"), "{e}");
         // CRLF, whitespace-only and blank lines, a quoted multi-line header cell.
-        let f = tmp(
+        let e = dataset_error(
             "y3.csv",
             b"\"a\nb\",c,label\r\n \r\n\r\n1,2,0\r\n\r\n1,2\r\n",
         );
-        let e = read_dataset(f.path(), None).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -1312,8 +1306,7 @@ mod tests {
 
     #[test]
     fn err_not_a_number() {
-        let f = tmp("z.csv", b"a,b,label\n1,2,0\n1,abc,1\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("z.csv", b"a,b,label\n1,2,0\n1,abc,1\n");
         match &e {
             DataError::NotANumber {
                 line,
@@ -1331,18 +1324,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Empty cell.
-        let f = tmp("z2.csv", b"a,b,label\n1,,0\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("z2.csv", b"a,b,label\n1,,0\n");
         assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("(empty)"), "{e}");
         // Non-numeric label.
-        let f = tmp("z3.csv", b"a,b,label\n1,2,cat\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("z3.csv", b"a,b,label\n1,2,cat\n");
         assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("label"), "{e}");
         // Invalid UTF-8.
-        let f = tmp("z4.csv", b"a,b,label\n1,\xff\xfe,0\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("z4.csv", b"a,b,label\n1,\xff\xfe,0\n");
         assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
     }
 
@@ -1354,8 +1344,7 @@ mod tests {
             ("a,b,label\n1,2,0\n1,2,-infinity\n", "column 3"),
             ("a,b,label\n1,2,0\n1,1e400,1\n", "column 2"),
         ] {
-            let f = tmp("nf.csv", content.as_bytes());
-            let e = read_dataset(f.path(), None).unwrap_err();
+            let e = dataset_error("nf.csv", content.as_bytes());
             match &e {
                 DataError::NonFinite { line, column, .. } => {
                     assert_eq!(*line, 3);
@@ -1368,12 +1357,10 @@ mod tests {
         let e = read_features(f.path(), 2).unwrap_err();
         assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
         // LIBSVM: value and label.
-        let f = tmp("nf.libsvm", b"1 1:2\n1 1:nan\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("nf.libsvm", b"1 1:2\n1 1:nan\n");
         assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("feature index 1"), "{e}");
-        let f = tmp("nf2.libsvm", b"1 1:2\ninf 1:1\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("nf2.libsvm", b"1 1:2\ninf 1:1\n");
         assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("label"), "{e}");
     }
@@ -1393,8 +1380,7 @@ mod tests {
             "1 1:2\n1,2 2:3\n",         // multi-label
             "1 1:2\n1 99999999999:1\n", // index too large for u32
         ] {
-            let f = tmp("bt.libsvm", content.as_bytes());
-            let e = read_dataset(f.path(), None).unwrap_err();
+            let e = dataset_error("bt.libsvm", content.as_bytes());
             assert!(
                 matches!(e, DataError::BadToken { line: 2, .. }),
                 "{content:?}: {e:?}"
@@ -1404,8 +1390,7 @@ mod tests {
 
     #[test]
     fn err_index_order() {
-        let f = tmp("io.libsvm", b"1 1:2 3:4\n0 3:1 2:1\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("io.libsvm", b"1 1:2 3:4\n0 3:1 2:1\n");
         assert!(
             matches!(
                 e,
@@ -1418,8 +1403,7 @@ mod tests {
             ),
             "{e:?}"
         );
-        let f = tmp("io2.libsvm", b"1 1:2 1:4\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("io2.libsvm", b"1 1:2 1:4\n");
         assert!(matches!(e, DataError::IndexOrder { line: 1, .. }), "{e:?}");
     }
 
@@ -1443,8 +1427,7 @@ mod tests {
 
     #[test]
     fn err_too_large() {
-        let f = tmp("tl.libsvm", b"1 4000000000:1\n0 1:1\n");
-        let e = read_dataset(f.path(), None).unwrap_err();
+        let e = dataset_error("tl.libsvm", b"1 4000000000:1\n0 1:1\n");
         assert!(matches!(e, DataError::TooLarge { rows: 2, .. }), "{e:?}");
         let f = tmp("tl2.libsvm", b"1 1:1\n");
         let e = read_dataset(f.path(), Some(usize::MAX)).unwrap_err();

@@ -708,7 +708,11 @@ fn variance_splits_into_within_and_between_trees() {
             let between = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / k;
             let within = vars.iter().sum::<f64>() / k;
             let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
-            assert!(close(p.mean[i], mean), "{mode:?} row {i}: {} vs {mean}", p.mean[i]);
+            assert!(
+                close(p.mean[i], mean),
+                "{mode:?} row {i}: {} vs {mean}",
+                p.mean[i]
+            );
             assert!(
                 close(p.between_trees[i], between),
                 "{mode:?} row {i}: {} vs {between}",
