@@ -301,12 +301,7 @@ impl LabelModel {
         for (xg, og) in xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k)) {
             let rows = og.len() / k;
             let group = &mut scratch.many[..rows];
-            tree.path_steps_many(xg, group);
-            for steps in group.iter() {
-                for step in steps.iter().rev().take(5) {
-                    counts.prefetch(step.node);
-                }
-            }
+            tree.path_steps_many_with(xg, group, |node| counts.prefetch(node));
             for (steps, o) in group.iter().zip(og.chunks_exact_mut(k)) {
                 self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
             }
@@ -326,16 +321,26 @@ impl LabelModel {
     ) {
         coefficients.clear();
         coefficients.resize(steps.len(), (0.0, 0.0, 0.0));
+        // Above the topmost node that takes mass itself (a branch-off or the leaf), a
+        // negligible g stays as it is up to the root: the passes can stop there.
+        let top = steps
+            .iter()
+            .position(|s| s.branch_weight > 0.0 || s.leaf_weight > 0.0)
+            .unwrap_or(0);
+        let mut first = steps.len();
         // Backward pass: g_i is the coefficient on Ḡ_i, rho the one on Ḡ_parent(i).
         let mut rho = 0.0;
-        for (step, coef) in steps.iter().zip(coefficients.iter_mut()).rev() {
+        for (i, (step, coef)) in steps.iter().zip(coefficients.iter_mut()).enumerate().rev() {
             let g = step.leaf_weight + rho;
             if g < NEGLIGIBLE && step.branch_weight == 0.0 {
                 // β ≤ 1, so nothing above can gain more than g: skip reading the counts.
                 rho = g;
-                *coef = (0.0, 0.0, 0.0);
+                if i <= top {
+                    break;
+                }
                 continue;
             }
+            first = i;
             let (total, tables) = (counts.total(step.node), counts.tables(step.node));
             if total == 0 {
                 // An empty node copies its parent (spec §3.5).
@@ -361,7 +366,7 @@ impl LabelModel {
             let h = scale * rho * base;
             out.iter_mut().for_each(|o| *o += h);
         }
-        for (step, &(g, d, d_bar)) in steps.iter().zip(coefficients.iter()) {
+        for (step, &(g, d, d_bar)) in steps.iter().zip(coefficients.iter()).skip(first) {
             let w = step.branch_weight;
             if g < NEGLIGIBLE && w == 0.0 {
                 continue;

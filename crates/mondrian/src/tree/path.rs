@@ -9,6 +9,10 @@ use crate::process::{extension_rate, Feature};
 /// ([`MondrianTree::path_steps_many`]).
 pub const LOCKSTEP: usize = 16;
 
+/// How many nodes at the bottom of a path are prefetched when its descent ends: the boxes
+/// measured and the statistics combined are mostly there.
+const BOTTOM: usize = 5;
+
 /// One node on the path of `x`, with the probability mass the prediction puts on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathStep {
@@ -67,6 +71,18 @@ impl MondrianTree {
     /// next node prefetched, so the cache misses of different rows overlap instead of
     /// queueing: a single descent is bound by the latency of each dependent load.
     pub fn path_steps_many(&self, xs: &[Feature], steps: &mut [Vec<PathStep>]) {
+        self.path_steps_many_with(xs, steps, |_| {});
+    }
+
+    /// [`path_steps_many`](Self::path_steps_many) calling `at_bottom(node)` for the last
+    /// nodes of each path as soon as its descent reaches the leaf, so that a caller can
+    /// ask the cache for the statistics it will read there while other rows descend.
+    pub fn path_steps_many_with(
+        &self,
+        xs: &[Feature],
+        steps: &mut [Vec<PathStep>],
+        at_bottom: impl Fn(u32),
+    ) {
         let d = self.n_features;
         let rows = xs.len() / d;
         let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
@@ -101,19 +117,16 @@ impl MondrianTree {
                     });
                     if is_leaf {
                         c.0 = NO_NODE;
+                        for step in s.iter().rev().take(BOTTOM) {
+                            self.prefetch_box(step.node);
+                            at_bottom(step.node);
+                        }
                     } else {
                         let next = self.route(node, x);
                         self.prefetch(next);
                         *c = (next, tau);
                         active += 1;
                     }
-                }
-            }
-            // The boxes measured next are those at the bottom of each path: ask for them
-            // all before measuring any.
-            for s in group_steps.iter().take(n) {
-                for step in s.iter().rev().take(5) {
-                    self.prefetch_box(step.node);
                 }
             }
             for (s, x) in group_steps.iter_mut().zip(group.chunks_exact(d)).take(n) {
