@@ -171,8 +171,9 @@ pub enum DataError {
         message: String,
     },
 
-    /// A label that is not an exact integer where class labels are required.
-    #[error("{}:{line}: label {value} (data row {row}) is not an integer; classification needs integer class labels", path.display())]
+    /// A label that is not an exact integer where class labels are required (or one too
+    /// large for every integer near it to be exact in f64).
+    #[error("{}:{line}: label {value} (data row {row}) {}; classification needs integer class labels", path.display(), if .value.fract() == 0.0 { "is too large (at most 2^53 = 9007199254740992 in magnitude)" } else { "is not an integer" })]
     NonIntegerLabel {
         path: PathBuf,
         line: usize,

@@ -65,7 +65,7 @@ enum Command {
         #[arg(long)]
         interval: Option<f64>,
         /// Worker threads (0 = all cores).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = parse_threads)]
         threads: usize,
     },
     /// Train on one file, evaluate on another.
@@ -113,7 +113,7 @@ struct ForestArgs {
     /// Number of trees [default: 100 for classification, 10 for regression].
     #[arg(long)]
     trees: Option<usize>,
-    /// Lifetime λ: `inf` or a positive number.
+    /// Lifetime λ: `inf` or a number > 0.
     #[arg(long, default_value = "inf", value_parser = parse_lifetime)]
     lifetime: f64,
     /// Discount rate γ = factor × number of features.
@@ -123,7 +123,7 @@ struct ForestArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Worker threads (0 = all cores); the model does not depend on it.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
     /// Stream the training data one point at a time through online training.
     #[arg(long)]
@@ -136,7 +136,7 @@ struct ForestArgs {
     no_pause: bool,
     /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
     /// regression].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_min_samples_split)]
     min_samples_split: Option<usize>,
     /// Counts of the branch-off node in prediction (classification).
     #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
@@ -202,9 +202,27 @@ fn parse_lifetime(s: &str) -> Result<f64, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
         other => match other.parse::<f64>() {
-            Ok(v) if v >= 0.0 => Ok(v),
-            _ => Err(format!("`{s}` is not `inf` or a number ≥ 0")),
+            // λ = 0 would grow trees that never split: a model that only knows the prior.
+            Ok(v) if v > 0.0 => Ok(v),
+            _ => Err(format!("`{s}` is not `inf` or a number > 0")),
         },
+    }
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= mondrian::data::MAX_THREADS => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a thread count from 0 (all cores) to {}",
+            mondrian::data::MAX_THREADS
+        )),
+    }
+}
+
+fn parse_min_samples_split(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
     }
 }
 
@@ -436,8 +454,23 @@ fn run_predict(
 ) -> Result<(), CliError> {
     let bytes = read_model(model)?;
     let text = if mondrian::persist::kind_of(&bytes).as_deref() == Some(regression::SAVED_KIND) {
+        if proba {
+            return Err(CliError::Usage(format!(
+                "--proba needs a classification model, but {} holds a regression model \
+                 (it predicts mean,std; add --interval L for intervals)",
+                model.display()
+            )));
+        }
         regression::predict_text(&bytes, input, threads, interval)?
     } else {
+        if interval.is_some() {
+            load_saved(&bytes)?; // a file that is no model at all says so first
+            return Err(CliError::Usage(format!(
+                "--interval needs a regression model, but {} holds a classification model \
+                 (use --proba for class probabilities)",
+                model.display()
+            )));
+        }
         classify_text(&bytes, input, proba, threads)?
     };
     match output {

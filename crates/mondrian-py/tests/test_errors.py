@@ -119,3 +119,74 @@ def test_refused_input_leaves_the_model_unchanged(data):
     with pytest.raises(ValueError):
         clf.partial_fit(np.full((1, 3), 1e300), [0])
     np.testing.assert_array_equal(clf.predict_proba(X), before)
+
+
+def test_missing_labels_are_refused_by_learn_one():
+    # NaN ≠ NaN: every NaN label used to become a class of its own; None became a class.
+    clf = MondrianForestClassifier(n_estimators=2, feature_ranges=[(0, 1)] * 2)
+    for bad in (float("nan"), None):
+        with pytest.raises(ValueError, match="class label"):
+            clf.learn_one({"a": 0.1, "b": 0.2}, bad)
+    assert not clf.__sklearn_is_fitted__()
+    clf.learn_one({"a": 0.1, "b": 0.2}, 0)
+    with pytest.raises(ValueError, match="class label"):
+        clf.learn_one({"a": 0.3, "b": 0.2}, np.float64("nan"))
+    assert clf.classes_.tolist() == [0]
+    with pytest.raises(ValueError, match="NaN or None"):
+        MondrianForestClassifier(n_estimators=2).partial_fit(
+            np.zeros((2, 2)), [0, 1], classes=[0, 1, np.nan]
+        )
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        # λ = 0 grows trees that never split.
+        ({"lifetime": 0}, "lifetime"),
+        # bool("no") is True: strings were taken as flags.
+        ({"bagging": "no"}, "bagging"),
+        ({"pause_on_pure": "False"}, "pause_on_pure"),
+        # 10**11 trees aborted the interpreter on a failed allocation; 2**70 was an
+        # OverflowError naming no parameter.
+        ({"n_estimators": 10**11}, "n_trees"),
+        ({"n_estimators": 2**70}, "n_estimators"),
+        ({"min_samples_split": 2**70}, "min_samples_split"),
+        # A pool of 100000 threads took minutes to start.
+        ({"n_jobs": 100_000}, "n_jobs"),
+    ],
+)
+def test_out_of_range_parameters(data, params, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        MondrianForestClassifier(n_estimators=2).set_params(**params).fit(X, y)
+
+
+def test_forged_model_bytes_are_refused():
+    # A payload edited with a fresh checksum (as a foreign or hand-made file would be) is
+    # checked before use: out-of-range node indices panicked, cycles hung.
+    import struct
+    import zlib
+
+    from mondrian_ml._core import ClassifierCore, RegressorCore
+
+    rng = np.random.default_rng(1)
+    X = rng.random((30, 2))
+    for core in (ClassifierCore(n_trees=2, seed=1), RegressorCore(n_trees=2, min_samples_split=2)):
+        if isinstance(core, ClassifierCore):
+            core.fit(X, (X[:, 0] > 0.5).astype(np.int64))
+        else:
+            core.fit(X, X[:, 0] * 2.0)
+        blob = core.to_bytes()
+        head = 13 + blob[12] + 12
+        for at in range(0, len(blob) - head - 4, 5):
+            payload = bytearray(blob[head:])
+            payload[at : at + 4] = struct.pack("<I", 0xFFFFFF00)
+            header = bytearray(blob[:head])
+            header[-4:] = struct.pack("<I", zlib.crc32(payload))
+            y3 = (X[:3, 0] > 0.5).astype(np.int64) if isinstance(core, ClassifierCore) else X[:3, 0].copy()
+            try:  # a panic (PanicException) or a hang fails the test; ValueError is fine
+                back = type(core).from_bytes(bytes(header) + bytes(payload))
+                back.predict_proba(X) if isinstance(core, ClassifierCore) else back.predict(X)
+                back.partial_fit(X[:3], y3)
+            except ValueError:
+                continue

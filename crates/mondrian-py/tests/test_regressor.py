@@ -225,3 +225,16 @@ def test_feature_weights():
     given = MondrianForestRegressor(feature_weights=learnt.feature_weights_, mode="fast")
     given.learn_one({f"x{i}": float(v) for i, v in enumerate(X[0])}, float(y[0]))
     np.testing.assert_array_equal(given.feature_weights_, w)
+
+
+def test_targets_too_large_for_the_statistics_are_refused():
+    # |y| ≥ about 1e77 overflowed the exact mode's statistics: NaN means, zero deviations.
+    X, y = wave(50, 10)
+    for mode in ("exact", "fast"):
+        with pytest.raises(ValueError, match="too large"):
+            MondrianForestRegressor(mode=mode).fit(X, y * 1e200)
+    reg = MondrianForestRegressor().fit(X, y * 1e50)
+    mean, std = reg.predict(X, return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(std > 0)
+    with pytest.raises(ValueError, match="bagging"):
+        MondrianForestRegressor(bagging="yes").fit(X, y)

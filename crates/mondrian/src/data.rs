@@ -169,6 +169,16 @@ pub enum FeatureWeights {
     },
 }
 
+/// Most trees a forest may have: every tree is allocated up front, so a mistyped count
+/// (`1e11`) would otherwise abort the process on a failed allocation.
+pub const MAX_TREES: usize = 1_000_000;
+/// Most worker threads a forest may ask for: the model does not depend on the count, and a
+/// pool of very many threads takes longer to start than any training it would speed up.
+pub const MAX_THREADS: usize = 1024;
+/// Largest |target| a regressor trains on: its Gaussian statistics hold squares and
+/// products of variances (≈ y⁴), which stay finite below this with a wide margin.
+pub const MAX_TARGET: f64 = 1e60;
+
 /// Smallest positive feature weight; learnt weights below it become 0.
 pub const MIN_WEIGHT: f64 = 1e-9;
 /// Largest feature weight: scaled features stay far inside the range of `f32` boxes, and

@@ -55,6 +55,16 @@ pub enum MondrianError {
         /// The offending value.
         value: f64,
     },
+    /// A finite regression target too large for the model's Gaussian statistics.
+    #[error("row {row}: target {value:e} is too large (|y| must be at most {max:e}; rescale the targets)")]
+    TargetOverflow {
+        /// 0-based row index within the call.
+        row: usize,
+        /// The offending value.
+        value: f64,
+        /// Largest magnitude allowed.
+        max: f64,
+    },
     /// A finite feature too large for the trees' `f32` storage once scaled.
     #[error("row {row}, feature {feature}: value {value:e} is too large for the model's feature range once scaled (|x| must stay below about 3.4e38 after scaling)")]
     FeatureOverflow {

@@ -11,6 +11,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 _FLOATS = [np.float64, np.float32]
+# The library's limits (mondrian::data::MAX_THREADS; counts must fit its 64-bit integers).
+_MAX_THREADS = 1024
+_MAX_COUNT = np.iinfo(np.int64).max
 
 
 class _MondrianBase:
@@ -25,14 +28,23 @@ class _MondrianBase:
             raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
         if n_jobs < 0:
             return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+        if n_jobs > _MAX_THREADS:
+            raise ValueError(f"n_jobs must be at most {_MAX_THREADS}, got {n_jobs!r}")
         return int(n_jobs)
 
     def _check_counts(self, *names):
         """Each named parameter must be an integer ≥ 1."""
         for name in names:
             v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 1 <= v <= _MAX_COUNT:
+                raise ValueError(f"{name} must be an integer from 1 to {_MAX_COUNT}, got {v!r}")
+
+    def _check_flags(self, *names):
+        """Each named parameter must be a bool (a string such as "no" is not False)."""
+        for name in names:
+            v = getattr(self, name)
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {v!r}")
 
     def _seed(self):
         rs = self.random_state

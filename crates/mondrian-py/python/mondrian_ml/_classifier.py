@@ -148,10 +148,14 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
 
     def _check_params(self):
         self._check_counts("n_estimators", "min_samples_split")
+        self._check_flags("bagging", "pause_on_pure")
         for name in ("lifetime", "discount_factor"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or np.isnan(v) or v < 0:
                 raise ValueError(f"{name} must be a number ≥ 0, got {v!r}")
+        if self.lifetime == 0:
+            # Trees with λ = 0 never split: the model would only know the label prior.
+            raise ValueError("lifetime must be > 0 (or inf), got 0")
         if not np.isfinite(self.discount_factor):
             raise ValueError("discount_factor must be finite")
         if self.branch_counts not in ("paper", "reference"):
@@ -240,7 +244,11 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", reset=first)
         check_classification_targets(y)
         if first:
-            core = self._new_core(X.shape[1], None if classes is None else len(np.unique(classes)))
+            if classes is not None:
+                classes = np.unique(classes)
+                if any(_missing(label) for label in classes.tolist()):
+                    raise ValueError(f"classes must not hold NaN or None, got {classes!r}")
+            core = self._new_core(X.shape[1], None if classes is None else len(classes))
             self._declared_classes = classes is not None
             self._river_names = self._fitted_names()
             self._set_classes(np.unique(y) if classes is None else np.unique(classes))
@@ -282,6 +290,9 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         Feature names are fixed by the first example, in its key order; later examples
         may list them in any order.
         """
+        if _missing(y):
+            # NaN ≠ NaN: each would become a class of its own.
+            raise ValueError(f"y must be a class label, got {y!r}")
         if not self.__sklearn_is_fitted__():
             names = list(x)
             if not names:
@@ -329,6 +340,16 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         if not proba:
             return None
         return max(proba, key=proba.get)
+
+def _missing(label):
+    """Whether a label is None or NaN (a missing value rather than a class)."""
+    if label is None:
+        return True
+    try:
+        return bool(np.isnan(label))
+    except (TypeError, ValueError):
+        return False
+
 
 def sorted_labels(labels):
     """New labels of one batch, sorted when they are comparable."""

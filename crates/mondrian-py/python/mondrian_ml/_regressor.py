@@ -120,6 +120,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
 
     def _new_core(self, n_features):
         self._check_counts("n_estimators", "min_samples_split")
+        self._check_flags("bagging")
         if self.mode not in ("exact", "quadrature", "fast"):
             raise ValueError(f"mode must be 'exact', 'quadrature' or 'fast', got {self.mode!r}")
         noise = self.noise

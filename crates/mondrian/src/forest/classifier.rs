@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
-use crate::data::{FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling};
+use crate::data::{
+    FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling, MAX_THREADS, MAX_TREES,
+};
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
@@ -78,6 +80,18 @@ impl ClassifierParams {
         if self.n_trees == 0 {
             return bad("n_trees", "must be at least 1");
         }
+        if self.n_trees > MAX_TREES {
+            return bad(
+                "n_trees",
+                &format!("{} is more than {MAX_TREES}", self.n_trees),
+            );
+        }
+        if self.n_threads > MAX_THREADS {
+            return bad(
+                "n_threads",
+                &format!("{} is more than {MAX_THREADS}", self.n_threads),
+            );
+        }
         if self.lifetime.is_nan() || self.lifetime < 0.0 {
             return bad("lifetime", "must be ≥ 0 (or infinite)");
         }
@@ -123,6 +137,7 @@ impl ClassifierParams {
 /// # Ok::<(), mondrian::MondrianError>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "ClassifierState")]
 pub struct MondrianForestClassifier {
     params: ClassifierParams,
     n_classes: usize,
@@ -131,6 +146,33 @@ pub struct MondrianForestClassifier {
     trees: Vec<TreeUnit<LabelCounts>>,
     #[serde(skip)]
     pool: Pool,
+}
+
+/// The stored fields of a classifier. Decoding checks them (see `check_decoded`), so a
+/// classifier read inside any serde structure (the CLI's model files) is as safe to use as
+/// one read by [`MondrianForestClassifier::load`].
+#[derive(Deserialize)]
+struct ClassifierState {
+    params: ClassifierParams,
+    n_classes: usize,
+    store: PointStore<u32>,
+    trees: Vec<TreeUnit<LabelCounts>>,
+}
+
+impl TryFrom<ClassifierState> for MondrianForestClassifier {
+    type Error = super::DecodeError;
+
+    fn try_from(s: ClassifierState) -> std::result::Result<Self, Self::Error> {
+        let model = MondrianForestClassifier {
+            pool: Pool::new(s.params.n_threads),
+            params: s.params,
+            n_classes: s.n_classes,
+            store: s.store,
+            trees: s.trees,
+        };
+        model.check_decoded()?;
+        Ok(model)
+    }
 }
 
 super::relevance_methods!(MondrianForestClassifier, ClassifierParams, usize, |p| p);
@@ -452,13 +494,23 @@ impl MondrianForestClassifier {
         summarize(&self.trees, self.store.bytes())
     }
 
-    /// Checks a decoded model and restores its thread pool.
+    /// Nothing left to do after loading: decoding checked the model and made its pool.
     fn after_load(&mut self) -> Result<()> {
-        self.pool = Pool::new(self.params.n_threads);
+        Ok(())
+    }
+
+    /// Checks a decoded model.
+    fn check_decoded(&self) -> Result<()> {
         let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
         self.params.validate()?;
         self.store.check()?;
         let d = self.store.n_features.unwrap_or(0);
+        if self.params.n_classes.is_some_and(|k| k != self.n_classes)
+            || self.n_classes > u32::MAX as usize
+            || self.trees.len() != self.store.n_features.map_or(0, |_| self.params.n_trees)
+        {
+            return bad("the class or tree count does not match the parameters");
+        }
         if self
             .store
             .targets
@@ -467,13 +519,13 @@ impl MondrianForestClassifier {
         {
             return bad("a stored label exceeds the class count");
         }
-        if self
-            .trees
-            .iter()
-            .any(|u| u.tree.n_features() != d || u.stats.n_classes() != self.n_classes)
-        {
-            return bad("a tree does not match the forest's shape");
-        }
-        Ok(())
+        let k = self.n_classes;
+        super::check_decoded_trees(
+            &self.trees,
+            d,
+            self.params.lifetime,
+            self.store.len(),
+            |stats, tree| stats.check_decoded(tree.n_nodes(), k),
+        )
     }
 }

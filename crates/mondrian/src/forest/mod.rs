@@ -190,6 +190,48 @@ pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
     scores
 }
 
+/// The error of a model that failed its checks while being decoded: the problem itself,
+/// without the "cannot load model" that the decoder's own error adds again.
+#[derive(Debug)]
+pub(crate) struct DecodeError(pub(crate) MondrianError);
+
+impl From<MondrianError> for DecodeError {
+    fn from(e: MondrianError) -> Self {
+        DecodeError(e)
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            MondrianError::CorruptModel(m) => f.write_str(m),
+            other => other.fmt(f),
+        }
+    }
+}
+
+/// Checks every decoded tree against the forest: its width, its lifetime, its structure
+/// (points below `n_points`) and, through `stats`, the statistics it carries.
+pub(crate) fn check_decoded_trees<S>(
+    trees: &[TreeUnit<S>],
+    n_features: usize,
+    lifetime: f64,
+    n_points: usize,
+    stats: impl Fn(&S, &MondrianTree) -> std::result::Result<(), String>,
+) -> Result<()> {
+    for unit in trees {
+        let tree = &unit.tree;
+        let checked = if tree.n_features() != n_features || tree.lifetime() != lifetime {
+            Err("a tree does not match the forest's shape".to_string())
+        } else {
+            tree.check_decoded(n_points)
+                .and_then(|()| stats(&unit.stats, tree))
+        };
+        checked.map_err(MondrianError::CorruptModel)?;
+    }
+    Ok(())
+}
+
 /// Size and shape of a fitted forest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ForestSummary {
@@ -329,9 +371,12 @@ impl<T: Copy> PointStore<T> {
             .scaler
             .as_ref()
             .is_some_and(|s| s.n_features() != d || !s.is_consistent())
-            || self.features.len() != self.targets.len() * d
+            || Some(self.features.len()) != self.targets.len().checked_mul(d)
         {
             return bad("stored points do not match the feature count");
+        }
+        if self.features.iter().any(|v| !v.is_finite()) {
+            return bad("a stored point is not finite");
         }
         Ok(())
     }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
-use crate::data::{FeatureValue, FeatureWeights, Rows, Scaling};
+use crate::data::{
+    FeatureValue, FeatureWeights, Rows, Scaling, MAX_TARGET, MAX_THREADS, MAX_TREES,
+};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
     estimate_theta, mixture_log_density, mixture_moments, mixture_quantile, Component, Estimate,
@@ -64,6 +66,16 @@ impl RegressorParams {
             return Err(MondrianError::InvalidParameter {
                 name: "n_trees",
                 reason: "must be at least 1".into(),
+            });
+        }
+        if self.n_trees > MAX_TREES || self.n_threads > MAX_THREADS {
+            let (name, value, max) = match self.n_trees > MAX_TREES {
+                true => ("n_trees", self.n_trees, MAX_TREES),
+                false => ("n_threads", self.n_threads, MAX_THREADS),
+            };
+            return Err(MondrianError::InvalidParameter {
+                name,
+                reason: format!("{value} is more than {max}"),
             });
         }
         if self.min_samples_split == 0 {
@@ -138,7 +150,7 @@ impl RegressionPrediction {
 /// # Ok::<(), mondrian::MondrianError>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(from = "RegressorState")]
+#[serde(try_from = "RegressorState")]
 pub struct MondrianForestRegressor {
     params: RegressorParams,
     store: PointStore<f64>,
@@ -155,8 +167,9 @@ pub struct MondrianForestRegressor {
     pool: Pool,
 }
 
-/// The stored fields of a regressor; θ and the messages are derived again on reading, so
-/// a regressor inside any serde structure comes back ready to predict.
+/// The stored fields of a regressor; they are checked and θ and the messages derived again
+/// on reading, so a regressor inside any serde structure comes back safe and ready to
+/// predict.
 #[derive(Deserialize)]
 struct RegressorState {
     params: RegressorParams,
@@ -165,8 +178,10 @@ struct RegressorState {
     trees: Vec<TreeUnit<TargetMoments>>,
 }
 
-impl From<RegressorState> for MondrianForestRegressor {
-    fn from(s: RegressorState) -> Self {
+impl TryFrom<RegressorState> for MondrianForestRegressor {
+    type Error = super::DecodeError;
+
+    fn try_from(s: RegressorState) -> std::result::Result<Self, Self::Error> {
         let mut model = MondrianForestRegressor {
             pool: Pool::new(s.params.n_threads),
             params: s.params,
@@ -176,8 +191,9 @@ impl From<RegressorState> for MondrianForestRegressor {
             theta: None,
             messages: Vec::new(),
         };
+        model.check_decoded()?;
         model.refresh();
-        model
+        Ok(model)
     }
 }
 
@@ -202,13 +218,14 @@ impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
         params.validate()?;
-        Ok(RegressorState {
+        RegressorState {
             params,
             store: PointStore::new(),
             labels: Moments::default(),
             trees: Vec::new(),
         }
-        .into())
+        .try_into()
+        .map_err(|e: super::DecodeError| e.0)
     }
 
     /// The hyper-parameters.
@@ -240,6 +257,20 @@ impl MondrianForestRegressor {
     pub fn set_mode(&mut self, mode: PredictionMode) {
         self.params.mode = mode;
         self.refresh();
+    }
+
+    /// [`check_targets`](Self::check_targets) for training: also refuses targets whose
+    /// squares would overflow the Gaussian statistics (|y| > [`MAX_TARGET`]).
+    fn check_training_targets(y: &[f64], n_rows: usize) -> Result<()> {
+        Self::check_targets(y, n_rows)?;
+        match y.iter().position(|v| v.abs() > MAX_TARGET) {
+            Some(row) => Err(MondrianError::TargetOverflow {
+                row,
+                value: y[row],
+                max: MAX_TARGET,
+            }),
+            None => Ok(()),
+        }
     }
 
     fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
@@ -289,7 +320,7 @@ impl MondrianForestRegressor {
         let starting = fresh || self.store.n_features.is_none();
         let empty = PointStore::new();
         let rows = if starting { &empty } else { &self.store }.rows(x, n_features)?;
-        Self::check_targets(y, rows.n_rows())?;
+        Self::check_training_targets(y, rows.n_rows())?;
         if rows.n_rows() == 0 {
             return match fresh {
                 true => Err(MondrianError::EmptyData("fit needs at least one row")),
@@ -535,16 +566,37 @@ impl MondrianForestRegressor {
         summarize(&self.trees, self.store.bytes())
     }
 
-    /// Checks a decoded model (θ and messages were derived while decoding).
+    /// Nothing left to do after loading: decoding checked the model and derived θ and the
+    /// messages.
     fn after_load(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Checks a decoded model before anything is derived from it.
+    fn check_decoded(&self) -> Result<()> {
         self.params.validate()?;
         self.store.check()?;
         let d = self.store.n_features.unwrap_or(0);
-        if self.trees.iter().any(|u| u.tree.n_features() != d) {
+        let targets_ok = self
+            .store
+            .targets
+            .iter()
+            .all(|y| y.is_finite() && y.abs() <= MAX_TARGET);
+        if !targets_ok
+            || !self.labels.is_valid()
+            || self.labels.n != self.store.len() as f64
+            || self.trees.len() != self.store.n_features.map_or(0, |_| self.params.n_trees)
+        {
             return Err(MondrianError::CorruptModel(
-                "a tree does not match the forest's shape".into(),
+                "the stored targets or the tree count do not match the model".into(),
             ));
         }
-        Ok(())
+        super::check_decoded_trees(
+            &self.trees,
+            d,
+            f64::INFINITY,
+            self.store.len(),
+            TargetMoments::check_decoded,
+        )
     }
 }

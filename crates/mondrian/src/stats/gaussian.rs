@@ -26,6 +26,15 @@ pub struct Moments {
 }
 
 impl Moments {
+    /// Finite, with a count and a sum of squares ≥ 0 (checks of decoded models).
+    pub(crate) fn is_valid(&self) -> bool {
+        self.n.is_finite()
+            && self.n >= 0.0
+            && self.mean.is_finite()
+            && self.m2.is_finite()
+            && self.m2 >= 0.0
+    }
+
     /// Adds `weight` copies of `y`.
     #[inline]
     pub fn push(&mut self, y: f64, weight: f64) {
@@ -90,6 +99,28 @@ impl TargetMoments {
     #[inline]
     pub fn get(&self, node: u32) -> Moments {
         self.nodes[node as usize]
+    }
+
+    /// Checks moments read from a file: one per node of `tree`, each valid, counting the
+    /// points of its leaf or the sum of its children's counts.
+    pub(crate) fn check_decoded(&self, tree: &MondrianTree) -> std::result::Result<(), String> {
+        if self.nodes.len() != tree.n_nodes() {
+            return Err("target moments do not match the tree".into());
+        }
+        if !self.nodes.iter().all(Moments::is_valid) {
+            return Err("target moments are not finite".into());
+        }
+        let counts_match = (0..tree.n_nodes() as u32).all(|j| {
+            let n = match tree.children(j) {
+                Some((l, r)) => self.get(l).n + self.get(r).n,
+                None => tree.leaf_points(j).len() as f64,
+            };
+            self.get(j).n == n
+        });
+        match counts_match {
+            true => Ok(()),
+            false => Err("target moments do not count the tree's points".into()),
+        }
     }
 }
 

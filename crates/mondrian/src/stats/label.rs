@@ -90,6 +90,25 @@ impl LabelCounts {
         &mut self.records[node as usize * s..(node as usize + 1) * s]
     }
 
+    /// Checks counts read from a file: one record per node for `n_classes` classes, each
+    /// with totals that match its counts.
+    pub(crate) fn check_decoded(&self, n_nodes: usize, n_classes: usize) -> Result<(), String> {
+        if self.n_classes != n_classes
+            || Some(self.records.len()) != n_nodes.checked_mul(self.stride())
+        {
+            return Err("label counts do not match the tree".into());
+        }
+        let consistent = self.records.chunks_exact(self.stride()).all(|r| {
+            let counts = &r[2..];
+            u64::from(r[0]) == counts.iter().map(|&c| u64::from(c)).sum::<u64>()
+                && r[1] as usize == counts.iter().filter(|&&c| c > 0).count()
+        });
+        match consistent {
+            true => Ok(()),
+            false => Err("label counts disagree with their totals".into()),
+        }
+    }
+
     /// Asks the cache for a node's record ahead of use.
     #[inline(always)]
     pub fn prefetch(&self, node: u32) {

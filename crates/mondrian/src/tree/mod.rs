@@ -10,6 +10,7 @@
 //! Layout: nodes are `u32` indices into parallel `Vec`s; the box of node `j` is
 //! `bounds[2·D·j .. 2·D·j + D]` (lower) followed by the upper corner.
 
+mod check;
 mod path;
 
 pub use path::{PathStep, LOCKSTEP};

@@ -1,0 +1,81 @@
+//! Shape checks of a decoded tree: a model file whose checksum is right can still hold a
+//! tree no training could grow (a hand-edited or foreign file), and every walk over the
+//! arena assumes the invariants checked here.
+
+use super::{MondrianTree, NO_NODE};
+
+impl MondrianTree {
+    /// Checks a tree read from a file: one box and one point list per node, a root without
+    /// parent, every node reached exactly once from it (so no cycle and no orphan), each
+    /// internal node with two children that name it as parent and a split dimension below
+    /// the width, finite boxes, cuts and split times that grow down every path, and leaf
+    /// point ids below `n_points`. Reports the first problem found.
+    pub(crate) fn check_decoded(&self, n_points: usize) -> Result<(), String> {
+        let (n, d) = (self.nodes.len(), self.n_features);
+        if self.lifetime.is_nan() || self.lifetime < 0.0 {
+            return Err("a tree's lifetime is not ≥ 0".into());
+        }
+        if n >= NO_NODE as usize
+            || self.points.len() != n
+            || Some(self.bounds.len()) != n.checked_mul(2 * d)
+        {
+            return Err("a tree's node arrays disagree in length".into());
+        }
+        if n == 0 {
+            return match self.root {
+                NO_NODE => Ok(()),
+                _ => Err("an empty tree names a root".into()),
+            };
+        }
+        let root = self.root as usize;
+        if root >= n || self.nodes[root].parent != NO_NODE {
+            return Err("a tree's root is not a node without parent".into());
+        }
+        let mut seen = vec![false; n];
+        let mut stack = vec![root];
+        while let Some(j) = stack.pop() {
+            if std::mem::replace(&mut seen[j], true) {
+                return Err("a tree node is reached twice".into());
+            }
+            let node = &self.nodes[j];
+            let tau_parent = match node.parent {
+                NO_NODE => 0.0,
+                p => self.nodes[p as usize].tau,
+            };
+            if node.tau.is_nan() || node.tau < tau_parent {
+                return Err("a tree's split times do not grow down a path".into());
+            }
+            let (lower, upper) = (self.lower(j as u32), self.upper(j as u32));
+            if lower
+                .iter()
+                .zip(upper)
+                .any(|(lo, hi)| !(lo.is_finite() && hi.is_finite() && lo <= hi))
+            {
+                return Err("a tree node's box is not finite".into());
+            }
+            if node.left == NO_NODE {
+                if node.right != NO_NODE {
+                    return Err("a tree leaf has a right child".into());
+                }
+                if self.points[j].iter().any(|&i| i as usize >= n_points) {
+                    return Err("a tree leaf holds a point the model does not have".into());
+                }
+                continue;
+            }
+            if !node.tau.is_finite() || node.split_dim as usize >= d || !node.split_loc.is_finite()
+            {
+                return Err("a tree's split is not valid".into());
+            }
+            for child in [node.left, node.right] {
+                if child as usize >= n || self.nodes[child as usize].parent as usize != j {
+                    return Err("a tree's children do not match their parent".into());
+                }
+                stack.push(child as usize);
+            }
+        }
+        if seen.contains(&false) {
+            return Err("a tree holds nodes outside it".into());
+        }
+        Ok(())
+    }
+}
