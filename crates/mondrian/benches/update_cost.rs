@@ -1,9 +1,14 @@
 //! What one online update costs, beside what the memory system allows.
 //!
-//! An update of one tree by one point walks `depth` nodes and, at each, reads the node record
-//! (32 bytes) and its box (`2·D` f32). This prints, for a data set:
+//! An update of one tree by one point routes through `depth` node records (32 bytes each) to
+//! its leaf, then reads boxes (`2·D` f32 each) from the leaf upwards until one contains the
+//! point (boxes are nested, so nothing above can change). This prints, for a data set:
 //! * ns per point·tree update, online point by point and in mini-batches of 100 (1 thread);
-//! * the bandwidth bound: bytes touched per update / measured streaming bandwidth;
+//! * `boxes/upd`: the boxes an update reads, counted on every 10th point of a separate
+//!   point-by-point run against the trees as they stand just before that point arrives;
+//! * `bytes/upd`: node records plus those boxes (label statistics not counted, so the bounds
+//!   below are lower bounds);
+//! * the bandwidth bound: bytes/upd / measured streaming bandwidth;
 //! * the latency bound: cache lines per update × measured dependent-load latency, the cost
 //!   when every line of the walk misses the caches (each step's address depends on the last).
 //!
@@ -14,7 +19,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mondrian::{ClassifierParams, MondrianForestClassifier, Scaling};
+use mondrian::{ClassifierParams, MondrianForestClassifier, Rows, Scaling};
 
 #[path = "forest.rs"]
 #[allow(dead_code)]
@@ -79,13 +84,14 @@ fn main() {
         latency
     );
     println!(
-        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>12} {:>11} {:>11}",
+        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>9} {:>12} {:>11} {:>11}",
         "data",
         "n",
         "D",
         "depth",
         "ns/upd 1pt",
         "ns/upd b100",
+        "boxes/upd",
         "bytes/upd",
         "bw bound",
         "lat bound"
@@ -101,6 +107,7 @@ fn main() {
             scaling: Scaling::Ranges(ranges),
             ..Default::default()
         };
+        let params_for_count = params.clone();
         let mut f = MondrianForestClassifier::new(params.clone()).unwrap();
         let start = Instant::now();
         for (row, &y) in t.x.chunks_exact(d).zip(&t.y) {
@@ -114,24 +121,56 @@ fn main() {
         }
         let per_batch = start.elapsed().as_secs_f64() * 1e9 / (n * trees) as f64;
         let depth = f.summary().depth_mean;
-        // Node record + box per level; the box is 2·D f32.
-        let bytes = depth * (32.0 + 8.0 * d as f64);
-        let lines = depth * (1.0 + (8.0 * d as f64 / 64.0).ceil());
+        let boxes = boxes_per_update(&t.x, d, &t.y, params_for_count);
+        // A node record per level, then the boxes measured; a box is 2·D f32.
+        let bytes = depth * 32.0 + boxes * 8.0 * d as f64;
+        let lines = depth + boxes * (8.0 * d as f64 / 64.0).ceil();
         let name = path
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         println!(
-            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>12.0} {:>11.1} {:>11.0}",
+            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>9.2} {:>12.0} {:>11.1} {:>11.0}",
             name,
             n,
             d,
             depth,
             per_point,
             per_batch,
+            boxes,
             bytes,
             bytes / bandwidth * 1e9,
             lines * latency
         );
     }
+}
+
+/// Mean number of boxes an online update reads: from the leaf upwards, every box that does
+/// not contain the point, then the first one that does (none if even the root's box does
+/// not). Counted on every 10th point of a point-by-point stream, against each tree as it
+/// stands before that point is inserted.
+fn boxes_per_update(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> f64 {
+    let mut forest = MondrianForestClassifier::new(params).unwrap();
+    let (mut boxes, mut updates) = (0usize, 0usize);
+    let mut steps = Vec::new();
+    let mut scaled = Vec::new();
+    for (i, (row, &label)) in x.chunks_exact(d).zip(y).enumerate() {
+        if i % 10 == 9 {
+            if let Some(scaler) = forest.scaler() {
+                scaled.clear();
+                let rows = Rows::new(row, d).unwrap();
+                scaler.transform_into(&rows, &mut scaled).unwrap();
+                let mut t = 0;
+                while let Some((tree, _)) = forest.tree(t) {
+                    tree.path_steps(&scaled, &mut steps);
+                    let outside = steps.iter().filter(|s| s.eta > 0.0).count();
+                    boxes += outside + usize::from(steps.len() > outside);
+                    updates += 1;
+                    t += 1;
+                }
+            }
+        }
+        forest.partial_fit(row, d, &[label]).unwrap();
+    }
+    boxes as f64 / updates.max(1) as f64
 }
