@@ -435,7 +435,7 @@ fn read_model(model: &Path) -> Result<Vec<u8>, CliError> {
 }
 
 fn load_saved(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
-    let saved: SavedClassifier = mondrian::persist::load(SAVED_KIND, bytes)?;
+    let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
     if saved.classes.len() != saved.forest.n_classes() {
         return Err(
             MondrianError::CorruptModel("class list does not match the model".into()).into(),

@@ -76,7 +76,15 @@ fn train_forest(
         train.n_rows(),
         "fitting regression trees",
         |row| match row {
-            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            // Name the file's row, not the row within a one-row call.
+            Some(i) => forest
+                .partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i])
+                .map_err(|e| match e {
+                    MondrianError::TargetOverflow { value, max, .. } => {
+                        MondrianError::TargetOverflow { row: i, value, max }
+                    }
+                    other => other,
+                }),
             None => forest.fit(x, d, y),
         },
     )?;
@@ -110,7 +118,7 @@ pub(crate) fn predict_text(
     threads: usize,
     level: Option<f64>,
 ) -> Result<String, CliError> {
-    let mut saved: SavedRegressor = mondrian::persist::load(SAVED_KIND, bytes)?;
+    let mut saved: SavedRegressor = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
     saved.forest.set_n_threads(threads);
     let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
     let data = crate::io::read_features(input, d)?;

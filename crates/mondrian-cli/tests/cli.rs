@@ -554,6 +554,16 @@ fn huge_targets_and_labels_get_clear_errors() {
             .arg(&big),
         "too large",
     );
+    // Streamed one row at a time, the error still names the file's row (0-based data row 2).
+    let late = write(dir.path(), "late.csv", "a,y\n0,1\n1,2\n2,-1e70\n");
+    fails_with(
+        mondrian()
+            .args(["train", "--task", "regression", "--online", "--train"])
+            .arg(&late)
+            .arg("--model")
+            .arg(dir.path().join("late.model")),
+        "row 2: target",
+    );
     // An integer label beyond 2^53 was reported as "not an integer".
     let label = write(dir.path(), "label.csv", "a,y\n0,1e20\n1,2\n");
     fails_with(
@@ -563,5 +573,30 @@ fn huge_targets_and_labels_get_clear_errors() {
             .arg("--test")
             .arg(&label),
         "is too large",
+    );
+}
+
+#[test]
+fn a_model_file_with_data_after_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", TRAIN);
+    let model = dir.path().join("m.bin");
+    mondrian()
+        .args(["train", "--trees", "2", "--train"])
+        .arg(&train)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let mut bytes = std::fs::read(&model).unwrap();
+    bytes.extend_from_slice(b"junk");
+    std::fs::write(&model, &bytes).unwrap();
+    fails_with(
+        mondrian()
+            .args(["predict", "--model"])
+            .arg(&model)
+            .arg("--input")
+            .arg(&train),
+        "after the end of the model",
     );
 }

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 
+use bincode::Options;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::{MondrianError, Result};
@@ -95,8 +96,25 @@ pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T
             "checksum mismatch: the file is corrupt".into(),
         ));
     }
-    bincode::deserialize(&payload)
+    // The encoding of `bincode::serialize`, but a payload must be used up exactly.
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(&payload)
         .map_err(|e| MondrianError::CorruptModel(format!("cannot decode model: {e}")))
+}
+
+/// [`load`] from a reader that must hold one saved model and nothing after it (a whole
+/// file or byte buffer): anything left over means the file is not what it claims.
+pub fn load_whole<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T> {
+    let value = load(kind, &mut reader)?;
+    let mut extra = [0u8; 1];
+    match reader.read(&mut extra)? {
+        0 => Ok(value),
+        _ => Err(MondrianError::CorruptModel(
+            "unexpected data after the end of the model".into(),
+        )),
+    }
 }
 
 /// Inherent `save_to` / `load_from` / `save` / `load` / `to_bytes` / `from_bytes` of a model
@@ -118,6 +136,13 @@ macro_rules! persistent_model {
                 Ok(model)
             }
 
+            /// [`load_from`](Self::load_from) for a reader holding nothing after the model.
+            fn load_whole<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
+                let mut model: Self = $crate::persist::load_whole($kind, reader)?;
+                model.$after_load()?;
+                Ok(model)
+            }
+
             /// Saves to a file.
             pub fn save(&self, path: impl AsRef<std::path::Path>) -> $crate::error::Result<()> {
                 let file = std::fs::File::create(path)?;
@@ -127,7 +152,7 @@ macro_rules! persistent_model {
             /// Loads from a file.
             pub fn load(path: impl AsRef<std::path::Path>) -> $crate::error::Result<Self> {
                 let file = std::fs::File::open(path)?;
-                Self::load_from(std::io::BufReader::new(file))
+                Self::load_whole(std::io::BufReader::new(file))
             }
 
             /// The model as bytes (the same format as [`save`](Self::save)).
@@ -139,7 +164,7 @@ macro_rules! persistent_model {
 
             /// A model from bytes written by [`to_bytes`](Self::to_bytes).
             pub fn from_bytes(bytes: &[u8]) -> $crate::error::Result<Self> {
-                Self::load_from(bytes)
+                Self::load_whole(bytes)
             }
         }
     };

@@ -242,3 +242,37 @@ fn same_model_whatever_the_thread_count() {
     assert_eq!(models[0], models[1]);
     assert_eq!(models[0], models[2]);
 }
+
+#[test]
+fn any_thread_setting_still_saves_a_loadable_model() {
+    // A saved model refuses more than MAX_THREADS threads, so the setter must not store more.
+    let mut f = small();
+    f.fit(&[0.0, 1.0, 2.0, 3.0], 1, &[0, 1, 0, 1]).unwrap();
+    f.set_n_threads(usize::MAX);
+    let bytes = f.to_bytes().unwrap();
+    let g = MondrianForestClassifier::from_bytes(&bytes).unwrap();
+    assert_eq!(g.params().n_threads, mondrian::data::MAX_THREADS);
+}
+
+#[test]
+fn data_after_a_saved_model_is_refused() {
+    let mut f = small();
+    f.fit(&[0.0, 1.0, 2.0, 3.0], 1, &[0, 1, 0, 1]).unwrap();
+    let mut bytes = f.to_bytes().unwrap();
+    assert!(MondrianForestClassifier::from_bytes(&bytes).is_ok());
+    bytes.push(0);
+    let err = MondrianForestClassifier::from_bytes(&bytes).unwrap_err();
+    assert!(
+        matches!(&err, MondrianError::CorruptModel(m) if m.contains("after the end")),
+        "{err}"
+    );
+    // The same through a file.
+    let path = std::env::temp_dir().join(format!("mondrian-trailing-{}.bin", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let with_extra = MondrianForestClassifier::load(&path);
+    std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    let exact = MondrianForestClassifier::load(&path);
+    std::fs::remove_file(&path).unwrap();
+    assert!(with_extra.is_err());
+    assert!(exact.is_ok());
+}

@@ -228,8 +228,10 @@ impl MondrianForestClassifier {
     pub fn scaler(&self) -> Option<&FeatureScaler> {
         self.store.scaler.as_ref()
     }
-    /// Changes the worker thread count (0 = all cores); the model is unaffected.
+    /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
+    /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
     pub fn set_n_threads(&mut self, n_threads: usize) {
+        let n_threads = n_threads.min(MAX_THREADS);
         self.params.n_threads = n_threads;
         self.pool = Pool::new(n_threads);
     }

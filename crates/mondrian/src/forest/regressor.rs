@@ -248,8 +248,10 @@ impl MondrianForestRegressor {
     pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &TargetMoments)> {
         self.trees.get(index).map(|u| (&u.tree, &u.stats))
     }
-    /// Changes the worker thread count; the model is unaffected.
+    /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
+    /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
     pub fn set_n_threads(&mut self, n_threads: usize) {
+        let n_threads = n_threads.min(MAX_THREADS);
         self.params.n_threads = n_threads;
         self.pool = Pool::new(n_threads);
     }
