@@ -460,12 +460,14 @@ impl MondrianForestClassifier {
         };
         let trees = &self.trees;
         let scale = 1.0 / trees.len() as f64;
-        const BLOCK: usize = 1024;
+        let block = self
+            .pool
+            .prediction_block_rows(rows.n_rows(), k * std::mem::size_of::<f64>());
         self.pool.for_each_block(
             &mut out,
-            BLOCK * k,
+            block * k,
             &scaled,
-            BLOCK * n_features,
+            block * n_features,
             |out_block, x_block| {
                 let mut scratch = LabelScratch::default();
                 // Tree-major inside a block keeps one tree's nodes hot in cache.

@@ -563,7 +563,34 @@ impl Pool {
     }
 }
 
+/// Most bytes of per-row prediction state (outputs and scratch) one block of rows keeps;
+/// see [`Pool::prediction_block_rows`].
+const PREDICTION_BLOCK_BYTES: usize = 4 << 20;
+/// Fewest rows a prediction block has (unless the input has fewer): smaller blocks would
+/// pay a hand-off to the pool for little work.
+const MIN_PREDICTION_BLOCK: usize = 256;
+
 impl Pool {
+    /// Threads that will run parallel work (all cores for 0).
+    fn workers(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+
+    /// Rows per block for a prediction that walks every tree over a block of rows
+    /// (tree-major), with `row_bytes` of outputs and scratch per row. One block per worker
+    /// is best: each tree's nodes, boxes and statistics then come from memory once per
+    /// worker instead of once per block (letter, one thread: 5 blocks of 1024 rows took
+    /// 1.4–1.8× as long as one of 5000). Blocks stop growing once their per-row state
+    /// reaches [`PREDICTION_BLOCK_BYTES`], so that it stays in cache while the trees pass.
+    pub(crate) fn prediction_block_rows(&self, n_rows: usize, row_bytes: usize) -> usize {
+        let per_worker = n_rows.div_ceil(self.workers());
+        let cap = (PREDICTION_BLOCK_BYTES / row_bytes.max(1)).max(MIN_PREDICTION_BLOCK);
+        per_worker.clamp(MIN_PREDICTION_BLOCK, cap)
+    }
+
     /// Runs `work` on matching blocks of `out` (`out_block` items each) and `input`
     /// (`in_block` each), blocks in parallel; a single block runs on the calling thread,
     /// which spares a one-row prediction the hand-off to the pool.

@@ -211,9 +211,6 @@ crate::persist::persistent_model!(
     "mondrian-forest-regressor",
     after_load
 );
-/// Rows per unit of parallel prediction work.
-const BLOCK: usize = 512;
-
 impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
@@ -464,8 +461,11 @@ impl MondrianForestRegressor {
         };
         let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
         let no_messages: Vec<Upward> = Vec::new();
+        // Per row: its accumulator and the steps of its path (about 20 on the UCI sets).
+        let row_bytes = std::mem::size_of::<R>() + 20 * std::mem::size_of::<PathStep>();
+        let block = self.pool.prediction_block_rows(rows.n_rows(), row_bytes);
         self.pool
-            .for_each_block(&mut out, BLOCK, &scaled, BLOCK * n_features, |acc, xs| {
+            .for_each_block(&mut out, block, &scaled, block * n_features, |acc, xs| {
                 let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); acc.len()];
                 let mut comps = Vec::new();
                 for (t, unit) in self.trees.iter().enumerate() {
