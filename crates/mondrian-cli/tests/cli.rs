@@ -416,16 +416,13 @@ fn crc32(data: &[u8]) -> u32 {
     !crc
 }
 
-#[test]
-fn forged_model_files_are_refused_not_panicked_on() {
-    // The checksum only catches accidental damage; a file edited with a fresh checksum
-    // must still be checked before use (the CLI's model files used to skip the library's
-    // checks: an out-of-range node index panicked, a cycle hung).
-    let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", TRAIN);
-    let reg_train = write(dir.path(), "reg.csv", &regression_csv(40, 0.0));
-    let clf = dir.path().join("c.bin");
-    let reg = dir.path().join("r.bin");
+/// A small classification file and regression file in `dir`, each with a 3-tree model
+/// trained on it: `(train, reg_train, classifier model, regression model)`.
+fn two_models(dir: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let train = write(dir, "train.csv", TRAIN);
+    let reg_train = write(dir, "reg.csv", &regression_csv(40, 0.0));
+    let clf = dir.join("c.bin");
+    let reg = dir.join("r.bin");
     mondrian()
         .args(["train", "--trees", "3", "--train"])
         .arg(&train)
@@ -441,6 +438,16 @@ fn forged_model_files_are_refused_not_panicked_on() {
         .arg(&reg)
         .assert()
         .success();
+    (train, reg_train, clf, reg)
+}
+
+#[test]
+fn forged_model_files_are_refused_not_panicked_on() {
+    // The checksum only catches accidental damage; a file edited with a fresh checksum
+    // must still be checked before use (the CLI's model files used to skip the library's
+    // checks: an out-of-range node index panicked, a cycle hung).
+    let dir = tempfile::tempdir().unwrap();
+    let (train, reg_train, clf, reg) = two_models(dir.path());
     let forged = dir.path().join("forged.bin");
     for (model, input) in [(&clf, &train), (&reg, &reg_train)] {
         let len = std::fs::read(model).unwrap().len();
@@ -472,24 +479,7 @@ fn forged_model_files_are_refused_not_panicked_on() {
 #[test]
 fn options_of_the_other_task_and_out_of_range_options_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", TRAIN);
-    let reg_train = write(dir.path(), "reg.csv", &regression_csv(30, 0.0));
-    let clf = dir.path().join("c.bin");
-    let reg = dir.path().join("r.bin");
-    mondrian()
-        .args(["train", "--trees", "3", "--train"])
-        .arg(&train)
-        .arg("--model")
-        .arg(&clf)
-        .assert()
-        .success();
-    mondrian()
-        .args(["train", "--task", "regression", "--train"])
-        .arg(&reg_train)
-        .arg("--model")
-        .arg(&reg)
-        .assert()
-        .success();
+    let (train, reg_train, clf, reg) = two_models(dir.path());
     // Each used to be ignored: the regression model printed mean,std, the classifier
     // labels.
     fails_with(
@@ -579,15 +569,7 @@ fn huge_targets_and_labels_get_clear_errors() {
 #[test]
 fn a_model_file_with_data_after_it_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", TRAIN);
-    let model = dir.path().join("m.bin");
-    mondrian()
-        .args(["train", "--trees", "2", "--train"])
-        .arg(&train)
-        .arg("--model")
-        .arg(&model)
-        .assert()
-        .success();
+    let (train, _, model, _) = two_models(dir.path());
     let mut bytes = std::fs::read(&model).unwrap();
     bytes.extend_from_slice(b"junk");
     std::fs::write(&model, &bytes).unwrap();
