@@ -221,7 +221,10 @@ fn corrupt_truncated_and_foreign_model_bytes_are_refused() {
 fn same_model_whatever_the_thread_count() {
     let x: Vec<f64> = (0..400).map(|i| ((i * 7919) % 101) as f64 / 10.0).collect();
     let y: Vec<usize> = (0..200).map(|i| i * 31 % 3).collect();
+    // Enough query rows that two and three workers split them into several blocks.
+    let q: Vec<f64> = (0..1400).map(|i| ((i * 613) % 127) as f64 / 11.0).collect();
     let mut models = Vec::new();
+    let mut probas = Vec::new();
     for threads in [1, 2, 3] {
         let mut f = MondrianForestClassifier::new(ClassifierParams {
             n_trees: 8,
@@ -235,12 +238,15 @@ fn same_model_whatever_the_thread_count() {
         f.fit(&x[..100], 2, &y[..50]).unwrap();
         f.partial_fit(&x[100..300], 2, &y[50..150]).unwrap();
         f.partial_fit(&x[300..], 2, &y[150..]).unwrap();
+        probas.push(f.predict_proba(&q, 2).unwrap());
         // The thread setting itself is part of the saved parameters; everything else must match.
         f.set_n_threads(0);
         models.push(f.to_bytes().unwrap());
     }
     assert_eq!(models[0], models[1]);
     assert_eq!(models[0], models[2]);
+    assert_eq!(probas[0], probas[1]);
+    assert_eq!(probas[0], probas[2]);
 }
 
 #[test]
