@@ -175,6 +175,24 @@ pub const MAX_TREES: usize = 1_000_000;
 /// Most worker threads a forest may ask for: the model does not depend on the count, and a
 /// pool of very many threads takes longer to start than any training it would speed up.
 pub const MAX_THREADS: usize = 1024;
+/// Checks the sizes every forest shares: at least one and at most [`MAX_TREES`] trees, at
+/// most [`MAX_THREADS`] threads.
+pub(crate) fn validate_sizes(n_trees: usize, n_threads: usize) -> Result<()> {
+    let bad = |name, reason: String| Err(MondrianError::InvalidParameter { name, reason });
+    if n_trees == 0 {
+        return bad("n_trees", "must be at least 1".into());
+    }
+    if n_trees > MAX_TREES {
+        return bad("n_trees", format!("{n_trees} is more than {MAX_TREES}"));
+    }
+    if n_threads > MAX_THREADS {
+        return bad(
+            "n_threads",
+            format!("{n_threads} is more than {MAX_THREADS}"),
+        );
+    }
+    Ok(())
+}
 /// Largest |target| a regressor trains on: its Gaussian statistics hold squares and
 /// products of variances (≈ y⁴), which stay finite below this with a wide margin.
 pub const MAX_TARGET: f64 = 1e60;

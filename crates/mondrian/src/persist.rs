@@ -118,10 +118,10 @@ pub fn load_whole<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Re
 }
 
 /// Inherent `save_to` / `load_from` / `save` / `load` / `to_bytes` / `from_bytes` of a model
-/// type stored under `$kind`; `$after_load` checks a decoded model (and restores what serde
-/// skips) before it is handed out.
+/// type stored under `$kind`. The type checks itself while it is decoded (`serde(try_from)`),
+/// so every road in, these and a model nested in another file, is checked.
 macro_rules! persistent_model {
-    ($ty:ty, $kind:expr, $after_load:ident) => {
+    ($ty:ty, $kind:expr) => {
         impl $ty {
             /// Writes the model (versioned, checksummed; see [`crate::persist`]).
             pub fn save_to<W: std::io::Write>(&self, writer: W) -> $crate::error::Result<()> {
@@ -131,16 +131,7 @@ macro_rules! persistent_model {
             /// Reads a model written by [`save_to`](Self::save_to); a corrupt, truncated,
             /// foreign or newer file is an error.
             pub fn load_from<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
-                let mut model: Self = $crate::persist::load($kind, reader)?;
-                model.$after_load()?;
-                Ok(model)
-            }
-
-            /// [`load_from`](Self::load_from) for a reader holding nothing after the model.
-            fn load_whole<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
-                let mut model: Self = $crate::persist::load_whole($kind, reader)?;
-                model.$after_load()?;
-                Ok(model)
+                $crate::persist::load($kind, reader)
             }
 
             /// Saves to a file.
@@ -152,7 +143,7 @@ macro_rules! persistent_model {
             /// Loads from a file.
             pub fn load(path: impl AsRef<std::path::Path>) -> $crate::error::Result<Self> {
                 let file = std::fs::File::open(path)?;
-                Self::load_whole(std::io::BufReader::new(file))
+                $crate::persist::load_whole($kind, std::io::BufReader::new(file))
             }
 
             /// The model as bytes (the same format as [`save`](Self::save)).
@@ -164,7 +155,7 @@ macro_rules! persistent_model {
 
             /// A model from bytes written by [`to_bytes`](Self::to_bytes).
             pub fn from_bytes(bytes: &[u8]) -> $crate::error::Result<Self> {
-                Self::load_whole(bytes)
+                $crate::persist::load_whole($kind, bytes)
             }
         }
     };

@@ -6,7 +6,7 @@ use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{
-    FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling, MAX_THREADS, MAX_TREES,
+    validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling, MAX_THREADS,
 };
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
@@ -77,21 +77,7 @@ impl ClassifierParams {
                 reason: reason.to_string(),
             })
         };
-        if self.n_trees == 0 {
-            return bad("n_trees", "must be at least 1");
-        }
-        if self.n_trees > MAX_TREES {
-            return bad(
-                "n_trees",
-                &format!("{} is more than {MAX_TREES}", self.n_trees),
-            );
-        }
-        if self.n_threads > MAX_THREADS {
-            return bad(
-                "n_threads",
-                &format!("{} is more than {MAX_THREADS}", self.n_threads),
-            );
-        }
+        validate_sizes(self.n_trees, self.n_threads)?;
         if self.lifetime.is_nan() || self.lifetime < 0.0 {
             return bad("lifetime", "must be ≥ 0 (or infinite)");
         }
@@ -177,11 +163,7 @@ impl TryFrom<ClassifierState> for MondrianForestClassifier {
 
 super::relevance_methods!(MondrianForestClassifier, ClassifierParams, usize, |p| p);
 
-crate::persist::persistent_model!(
-    MondrianForestClassifier,
-    "mondrian-forest-classifier",
-    after_load
-);
+crate::persist::persistent_model!(MondrianForestClassifier, "mondrian-forest-classifier");
 
 impl MondrianForestClassifier {
     /// An untrained forest.
@@ -496,11 +478,6 @@ impl MondrianForestClassifier {
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
         summarize(&self.trees, self.store.bytes())
-    }
-
-    /// Nothing left to do after loading: decoding checked the model and made its pool.
-    fn after_load(&mut self) -> Result<()> {
-        Ok(())
     }
 
     /// Checks a decoded model.

@@ -8,7 +8,7 @@ use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{
-    FeatureValue, FeatureWeights, Rows, Scaling, MAX_TARGET, MAX_THREADS, MAX_TREES,
+    validate_sizes, FeatureValue, FeatureWeights, Rows, Scaling, MAX_TARGET, MAX_THREADS,
 };
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
@@ -62,22 +62,7 @@ impl Default for RegressorParams {
 impl RegressorParams {
     /// Checks every value.
     pub fn validate(&self) -> Result<()> {
-        if self.n_trees == 0 {
-            return Err(MondrianError::InvalidParameter {
-                name: "n_trees",
-                reason: "must be at least 1".into(),
-            });
-        }
-        if self.n_trees > MAX_TREES || self.n_threads > MAX_THREADS {
-            let (name, value, max) = match self.n_trees > MAX_TREES {
-                true => ("n_trees", self.n_trees, MAX_TREES),
-                false => ("n_threads", self.n_threads, MAX_THREADS),
-            };
-            return Err(MondrianError::InvalidParameter {
-                name,
-                reason: format!("{value} is more than {max}"),
-            });
-        }
+        validate_sizes(self.n_trees, self.n_threads)?;
         if self.min_samples_split == 0 {
             return Err(MondrianError::InvalidParameter {
                 name: "min_samples_split",
@@ -206,11 +191,7 @@ super::relevance_methods!(MondrianForestRegressor, RegressorParams, f64, |p| {
     }
 });
 
-crate::persist::persistent_model!(
-    MondrianForestRegressor,
-    "mondrian-forest-regressor",
-    after_load
-);
+crate::persist::persistent_model!(MondrianForestRegressor, "mondrian-forest-regressor");
 impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
@@ -566,12 +547,6 @@ impl MondrianForestRegressor {
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
         summarize(&self.trees, self.store.bytes())
-    }
-
-    /// Nothing left to do after loading: decoding checked the model and derived θ and the
-    /// messages.
-    fn after_load(&mut self) -> Result<()> {
-        Ok(())
     }
 
     /// Checks a decoded model before anything is derived from it.
