@@ -472,6 +472,13 @@ fn forged_model_files_are_refused_not_panicked_on() {
                 "offset {at}: {:?} {err}",
                 out.status
             );
+            // A file that loads predicts finite numbers: forged statistics far outside
+            // the stored targets used to load and print `inf`.
+            let printed = String::from_utf8_lossy(&out.stdout).to_lowercase();
+            assert!(
+                !printed.contains("inf") && !printed.contains("nan"),
+                "offset {at}: {printed}"
+            );
         }
     }
 }

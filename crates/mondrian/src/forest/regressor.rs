@@ -559,9 +559,16 @@ impl MondrianForestRegressor {
             .targets
             .iter()
             .all(|y| y.is_finite() && y.abs() <= MAX_TARGET);
+        let scale = self
+            .store
+            .targets
+            .iter()
+            .fold(0.0f64, |m, y| m.max(y.abs()));
         if !targets_ok
             || !self.labels.is_valid()
-            || self.labels.n != self.store.len() as f64
+            || !self
+                .labels
+                .agrees_with(&Moments::of(&self.store.targets), scale)
             || self.trees.len() != self.store.n_features.map_or(0, |_| self.params.n_trees)
         {
             return Err(MondrianError::CorruptModel(
@@ -573,7 +580,7 @@ impl MondrianForestRegressor {
             d,
             f64::INFINITY,
             self.store.len(),
-            TargetMoments::check_decoded,
+            |stats, tree| stats.check_decoded(tree, &self.store.targets),
         )
     }
 }

@@ -35,6 +35,17 @@ impl Moments {
             && self.m2 >= 0.0
     }
 
+    /// Whether these moments equal `exact` up to rounding, for targets of magnitude at
+    /// most `scale` (the relative tolerance 1e-6 is far above the rounding of any
+    /// summation order and far below anything that could matter to a prediction).
+    pub(crate) fn agrees_with(&self, exact: &Moments, scale: f64) -> bool {
+        const TOL: f64 = 1e-6;
+        let scale = scale.max(f64::MIN_POSITIVE);
+        self.n == exact.n
+            && (self.mean - exact.mean).abs() <= TOL * scale
+            && (self.m2 - exact.m2).abs() <= TOL * exact.n * scale * scale
+    }
+
     /// Adds `weight` copies of `y`.
     #[inline]
     pub fn push(&mut self, y: f64, weight: f64) {
@@ -101,26 +112,44 @@ impl TargetMoments {
         self.nodes[node as usize]
     }
 
-    /// Checks moments read from a file: one per node of `tree`, each valid, counting the
-    /// points of its leaf or the sum of its children's counts.
-    pub(crate) fn check_decoded(&self, tree: &MondrianTree) -> std::result::Result<(), String> {
+    /// Checks moments read from a file: one per node of `tree`, each valid and equal, up to
+    /// rounding, to the moments of the stored `targets` its subtree holds. A forged mean or
+    /// sum of squares far outside the targets' range would otherwise load and turn the
+    /// predictions into infinities.
+    pub(crate) fn check_decoded(
+        &self,
+        tree: &MondrianTree,
+        targets: &[f64],
+    ) -> std::result::Result<(), String> {
         if self.nodes.len() != tree.n_nodes() {
             return Err("target moments do not match the tree".into());
         }
         if !self.nodes.iter().all(Moments::is_valid) {
             return Err("target moments are not finite".into());
         }
-        let counts_match = (0..tree.n_nodes() as u32).all(|j| {
-            let n = match tree.children(j) {
-                Some((l, r)) => self.get(l).n + self.get(r).n,
-                None => tree.leaf_points(j).len() as f64,
+        let scale = targets.iter().fold(0.0f64, |m, y| m.max(y.abs()));
+        let mut recomputed = vec![Moments::default(); self.nodes.len()];
+        let Some(root) = tree.root() else {
+            return Ok(());
+        };
+        // Children come after their parent in preorder: the reverse meets them first.
+        for &j in tree.subtree_preorder(root).iter().rev() {
+            let m = match tree.children(j) {
+                Some((l, r)) => Moments::merge(recomputed[l as usize], recomputed[r as usize]),
+                None => {
+                    let mut m = Moments::default();
+                    for &i in tree.leaf_points(j) {
+                        m.push(targets[i as usize], 1.0);
+                    }
+                    m
+                }
             };
-            self.get(j).n == n
-        });
-        match counts_match {
-            true => Ok(()),
-            false => Err("target moments do not count the tree's points".into()),
+            if !self.get(j).agrees_with(&m, scale) {
+                return Err("target moments do not match the stored targets".into());
+            }
+            recomputed[j as usize] = m;
         }
+        Ok(())
     }
 }
 
