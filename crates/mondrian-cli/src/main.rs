@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::metrics::{accuracy, log_loss};
 use mondrian::{
     BranchCounts, ClassifierParams, FeatureWeights, MondrianError, MondrianForestClassifier,
-    Scaling,
+    RelevanceChoice, Scaling,
 };
 use serde::{Deserialize, Serialize};
 
@@ -149,7 +149,9 @@ struct ForestArgs {
     theta: ThetaArg,
     /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
     /// forest on the training data; `relevance:P` raises the learnt weights to the power
-    /// P) or one weight per feature, comma-separated.
+    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
+    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
+    /// comma-separated.
     #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
     feature_weights: FeatureWeights,
 }
@@ -370,15 +372,27 @@ fn train_forest(
     args: &ForestArgs,
     train: &Labelled,
     n_classes: usize,
-) -> Result<(MondrianForestClassifier, f64), CliError> {
+) -> Result<(MondrianForestClassifier, f64, Option<RelevanceChoice>), CliError> {
     let mut params = params_from(args, &train.data, n_classes);
     let d = train.data.n_features;
     let (x, y) = (&train.data.x, &train.classes);
     // Like the ranges, relevance weights come from the whole training file, so a stream
     // sees the features a batch fit sees (a first point alone could not teach them).
-    if let (true, FeatureWeights::Relevance { power }) = (args.online, &params.feature_weights) {
+    let mut choice = None;
+    if args.online {
         let pilot = MondrianForestClassifier::new(params.clone())?;
-        params.feature_weights = FeatureWeights::Given(pilot.learn_relevance(x, d, y, *power)?);
+        match params.feature_weights {
+            FeatureWeights::Relevance { power } => {
+                params.feature_weights =
+                    FeatureWeights::Given(pilot.learn_relevance(x, d, y, power)?);
+            }
+            FeatureWeights::RelevanceCv => {
+                let (w, c) = pilot.learn_relevance_cv(x, d, y)?;
+                params.feature_weights = FeatureWeights::Given(w);
+                choice = Some(c);
+            }
+            _ => {}
+        }
     }
     let mut forest = MondrianForestClassifier::new(params)?;
     let secs = timed_training(
@@ -390,7 +404,8 @@ fn train_forest(
             None => forest.fit(x, d, y),
         },
     )?;
-    Ok((forest, secs))
+    let choice = choice.or_else(|| forest.relevance_choice().cloned());
+    Ok((forest, secs, choice))
 }
 
 fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {
@@ -398,7 +413,7 @@ fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliErr
         return regression::run_train(train, model, args);
     }
     let (data, values) = read_labelled(train, None, None)?;
-    let (forest, secs) = train_forest(args, &data, values.len())?;
+    let (forest, secs, _) = train_forest(args, &data, values.len())?;
     let saved = SavedClassifier {
         classes: values,
         feature_names: data.data.feature_names.clone(),
@@ -544,7 +559,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;
-    let (forest, train_seconds) = train_forest(args, &train_set, values.len())?;
+    let (forest, train_seconds, choice) = train_forest(args, &train_set, values.len())?;
     let ev = evaluate(&forest, &test_set)?;
     let s = forest.summary();
     if json {
@@ -562,6 +577,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             "discount_factor": args.discount_factor,
             "gamma": forest.gamma(),
             "feature_weights": forest.feature_weights(),
+            "relevance_choice": choice,
             "feature_importances": forest.feature_importances(),
             "seed": args.seed,
             "bagging": args.bagging,
@@ -587,13 +603,32 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
             &train_set.data.feature_names,
             forest.feature_weights(),
             &forest.feature_importances(),
+            choice.as_ref(),
         );
     }
     Ok(())
 }
 
-/// Text reports: the features that explain most, with their weights when they are not 1.
-fn print_features(names: &[String], weights: Option<&[f64]>, importances: &[f64]) {
+/// Text reports: the features that explain most, with their weights when they are not 1,
+/// and the relevance power cross-validation chose, if it ran.
+fn print_features(
+    names: &[String],
+    weights: Option<&[f64]>,
+    importances: &[f64],
+    choice: Option<&RelevanceChoice>,
+) {
+    if let Some(c) = choice {
+        let losses: Vec<String> = c
+            .losses
+            .iter()
+            .map(|(p, l)| format!("{p}: {l:.4}"))
+            .collect();
+        println!(
+            "relevance power {} by 5-fold cross-validation (held-out loss per row: {})",
+            c.power,
+            losses.join(", ")
+        );
+    }
     const SHOWN: usize = 10;
     let mut order: Vec<usize> = (0..importances.len()).collect();
     order.sort_by(|&a, &b| importances[b].total_cmp(&importances[a]));

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use mondrian::{
     Estimate, FeatureWeights, HyperSettings, MondrianError, MondrianForestRegressor,
-    RegressorParams, Scaling,
+    RegressorParams, RelevanceChoice, Scaling,
 };
 use serde::{Deserialize, Serialize};
 
@@ -61,14 +61,26 @@ fn params_from(args: &ForestArgs, train: &Dataset) -> RegressorParams {
 fn train_forest(
     args: &ForestArgs,
     train: &Dataset,
-) -> Result<(MondrianForestRegressor, f64), CliError> {
+) -> Result<(MondrianForestRegressor, f64, Option<RelevanceChoice>), CliError> {
     let mut params = params_from(args, train);
     let d = train.n_features;
     let (x, y) = (&train.x, &train.labels);
     // As for the classifier: weights from the whole file, like the ranges.
-    if let (true, FeatureWeights::Relevance { power }) = (args.online, &params.feature_weights) {
+    let mut choice = None;
+    if args.online {
         let pilot = MondrianForestRegressor::new(params.clone())?;
-        params.feature_weights = FeatureWeights::Given(pilot.learn_relevance(x, d, y, *power)?);
+        match params.feature_weights {
+            FeatureWeights::Relevance { power } => {
+                params.feature_weights =
+                    FeatureWeights::Given(pilot.learn_relevance(x, d, y, power)?);
+            }
+            FeatureWeights::RelevanceCv => {
+                let (w, c) = pilot.learn_relevance_cv(x, d, y)?;
+                params.feature_weights = FeatureWeights::Given(w);
+                choice = Some(c);
+            }
+            _ => {}
+        }
     }
     let mut forest = MondrianForestRegressor::new(params)?;
     let secs = timed_training(
@@ -88,12 +100,13 @@ fn train_forest(
             None => forest.fit(x, d, y),
         },
     )?;
-    Ok((forest, secs))
+    let choice = choice.or_else(|| forest.relevance_choice().cloned());
+    Ok((forest, secs, choice))
 }
 
 pub(crate) fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {
     let data = read_targets(train, None)?;
-    let (forest, secs) = train_forest(args, &data)?;
+    let (forest, secs, _) = train_forest(args, &data)?;
     let saved = SavedRegressor {
         feature_names: data.feature_names.clone(),
         forest,
@@ -159,7 +172,7 @@ pub(crate) fn run_eval(
             train_set.n_features
         )));
     }
-    let (forest, train_seconds) = train_forest(args, &train_set)?;
+    let (forest, train_seconds, choice) = train_forest(args, &train_set)?;
     let d = test_set.n_features;
     let start = Instant::now();
     let p = forest.predict(&test_set.x, d)?;
@@ -219,6 +232,7 @@ pub(crate) fn run_eval(
             "mode": format!("{:?}", forest.params().mode),
             "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
             "feature_weights": forest.feature_weights(),
+            "relevance_choice": choice,
             "feature_importances": forest.feature_importances(),
             "mu_h": theta.mu_h,
             "gamma1": theta.gamma1,
@@ -241,6 +255,7 @@ pub(crate) fn run_eval(
             &train_set.feature_names,
             forest.feature_weights(),
             &forest.feature_importances(),
+            choice.as_ref(),
         );
     }
     Ok(())

@@ -364,6 +364,45 @@ fn regression_feature_weights() {
         learnt[1].as_f64().is_some_and(|w| (0.0..1.0).contains(&w)),
         "{learnt}"
     );
+    assert!(eval("relevance")["relevance_choice"].is_null());
+    // Cross-validated power: reported with every power's loss; the weights are those of
+    // the chosen power, and a stream learns the same choice from the whole file.
+    let cv = eval("relevance:cv");
+    let choice = &cv["relevance_choice"];
+    let power = choice["power"].as_f64().unwrap();
+    assert_eq!(choice["losses"].as_array().unwrap().len(), 5, "{choice}");
+    let fixed = eval(&format!("relevance:{power}"));
+    if power > 0.0 {
+        assert_eq!(cv["feature_weights"], fixed["feature_weights"]);
+        assert_eq!(cv["rmse"], fixed["rmse"]);
+    }
+    let online = eval_regression(
+        &train,
+        &test,
+        &["--feature-weights", "relevance:cv", "--online"],
+    );
+    assert_eq!(&online["relevance_choice"], choice);
+    let text = mondrian()
+        .args([
+            "eval",
+            "--task",
+            "regression",
+            "--feature-weights",
+            "relevance:cv",
+        ])
+        .arg("--train")
+        .arg(&train)
+        .arg("--test")
+        .arg(&test)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "relevance power {power} by 5-fold cross-validation"
+        )),
+        "{text}"
+    );
     for (bad, needle) in [
         ("heavy", "not `uniform`, `relevance[:power]`"),
         ("relevance:0", "relevance power 0"),

@@ -514,6 +514,14 @@ macro_rules! common_methods {
                 self.inner.feature_weights().map(<[f64]>::to_vec)
             }
 
+            /// The power `relevance:cv` chose and each power's held-out loss per row
+            /// (None unless trained with it).
+            fn relevance_choice(&self) -> Option<(f64, Vec<(f64, f64)>)> {
+                self.inner
+                    .relevance_choice()
+                    .map(|c| (c.power, c.losses.clone()))
+            }
+
             /// Share of the impurity the forest's splits remove, per feature.
             fn feature_importances(&self) -> Vec<f64> {
                 self.inner.feature_importances()

@@ -227,6 +227,27 @@ def test_feature_weights():
     np.testing.assert_array_equal(given.feature_weights_, w)
 
 
+def test_relevance_power_by_cross_validation():
+    # One feature of five matters: the cross-validated power is positive, it is the
+    # argmin of the reported held-out losses, and the model is the one with that power.
+    rng = np.random.default_rng(15)
+    X = rng.random((300, 5))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.standard_normal(300)
+    kw = dict(n_estimators=10, min_samples_split=5, mode="fast", random_state=1)
+    cv = MondrianForestRegressor(feature_weights="relevance:cv", **kw).fit(X, y)
+    choice = cv.relevance_choice_
+    assert sorted(choice["losses"]) == [0.0, 0.25, 0.5, 1.0, 2.0]
+    assert choice["power"] == min(choice["losses"], key=choice["losses"].get) > 0
+    fixed = MondrianForestRegressor(feature_weights=f"relevance:{choice['power']}", **kw)
+    fixed.fit(X, y)
+    assert fixed.relevance_choice_ is None
+    np.testing.assert_array_equal(cv.feature_weights_, fixed.feature_weights_)
+    np.testing.assert_array_equal(cv.predict(X[:50]), fixed.predict(X[:50]))
+    assert pickle.loads(pickle.dumps(cv)).relevance_choice_ == choice
+    with pytest.raises(ValueError, match="at least 10 rows"):
+        MondrianForestRegressor(feature_weights="relevance:cv", **kw).fit(X[:9], y[:9])
+
+
 def test_targets_too_large_for_the_statistics_are_refused():
     # |y| ≥ about 1e77 overflowed the exact mode's statistics: NaN means, zero deviations.
     X, y = wave(50, 10)

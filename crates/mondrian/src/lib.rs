@@ -18,7 +18,10 @@ pub mod process;
 pub mod stats;
 pub mod tree;
 
-pub use data::{FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling};
+pub use data::{
+    FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
+    RELEVANCE_CV_FOLDS, RELEVANCE_CV_POWERS,
+};
 pub use error::{MondrianError, Result};
 pub use forest::{
     ClassifierParams, ForestSummary, MondrianForestClassifier, MondrianForestRegressor,

@@ -458,3 +458,113 @@ fn split_scores_equal_a_recount_and_importances_are_shares() {
     k.fit(&x[..60], 6, &[1.0; 10]).unwrap();
     assert_eq!(k.feature_importances(), vec![0.0; 6]);
 }
+
+#[test]
+fn the_cross_validated_power_is_the_best_held_out_one_and_the_forest_uses_it() {
+    // With one relevant feature of five, stretching it helps held-out rows: the choice must
+    // be a positive power, be the argmin of the reported losses, and the forest must then
+    // be exactly the forest of `Relevance { power }` on all rows (same weights, same
+    // predictions). The 5 powers are all reported, in order.
+    let (x, y) = one_relevant_feature(300, 21);
+    let mut cv = forest(20, 5, FeatureWeights::RelevanceCv, 3);
+    cv.fit(&x, 5, &y).unwrap();
+    let choice = cv.relevance_choice().unwrap().clone();
+    let powers: Vec<f64> = choice.losses.iter().map(|&(p, _)| p).collect();
+    assert_eq!(powers, mondrian::RELEVANCE_CV_POWERS.to_vec());
+    assert!(choice.losses.iter().all(|&(_, l)| l.is_finite()));
+    let best = choice
+        .losses
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    assert_eq!(choice.power, best.0);
+    assert!(choice.power > 0.0, "{choice:?}");
+    // Uniform weights lose on held-out rows when one feature of five matters.
+    assert!(choice.losses[0].1 > best.1 + 0.05, "{choice:?}");
+    let mut fixed = forest(
+        20,
+        5,
+        FeatureWeights::Relevance {
+            power: choice.power,
+        },
+        3,
+    );
+    fixed.fit(&x, 5, &y).unwrap();
+    assert_eq!(cv.feature_weights(), fixed.feature_weights());
+    let probe = &x[..100];
+    assert_eq!(
+        cv.predict(probe, 5).unwrap(),
+        fixed.predict(probe, 5).unwrap()
+    );
+    assert!(fixed.relevance_choice().is_none());
+}
+
+#[test]
+fn the_cross_validated_choice_is_thread_independent_saved_and_learnable_for_streams() {
+    let (x, y) = one_relevant_feature(200, 22);
+    let fit = |threads: usize| {
+        let mut f = MondrianForestRegressor::new(RegressorParams {
+            n_trees: 8,
+            n_threads: threads,
+            seed: 5,
+            mode: PredictionMode::Fast,
+            feature_weights: FeatureWeights::RelevanceCv,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x, 5, &y).unwrap();
+        f
+    };
+    let (a, b) = (fit(1), fit(2));
+    assert_eq!(a.relevance_choice(), b.relevance_choice());
+    assert_eq!(a.feature_weights(), b.feature_weights());
+    let back = MondrianForestRegressor::from_bytes(&a.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.relevance_choice(), a.relevance_choice());
+    // A stream learns the same choice and weights up front.
+    let (w, choice) = a.learn_relevance_cv(&x, 5, &y).unwrap();
+    assert_eq!(Some(&choice), a.relevance_choice());
+    assert_eq!(Some(w.as_slice()), a.feature_weights());
+}
+
+#[test]
+fn the_classifier_cross_validates_its_power_even_with_a_class_in_one_fold() {
+    // Class 2 has a single row, so one fold's forests never see it: it must still get a
+    // probability (every class of the call is declared to the folds' forests), so every
+    // loss stays finite.
+    let (mut x, mut y) = one_relevant_class(200, 23);
+    x.extend_from_slice(&[0.5; 6]);
+    y.push(2);
+    let mut f = MondrianForestClassifier::new(ClassifierParams {
+        n_trees: 10,
+        seed: 6,
+        feature_weights: FeatureWeights::RelevanceCv,
+        ..Default::default()
+    })
+    .unwrap();
+    f.fit(&x, 6, &y).unwrap();
+    let choice = f.relevance_choice().unwrap();
+    assert!(
+        choice.losses.iter().all(|&(_, l)| l.is_finite()),
+        "{choice:?}"
+    );
+    assert!(choice.power > 0.0, "{choice:?}");
+    assert_eq!(f.n_classes(), 3);
+}
+
+#[test]
+fn cross_validation_needs_enough_rows_and_parses() {
+    assert_eq!(
+        FeatureWeights::parse("relevance:cv").unwrap(),
+        FeatureWeights::RelevanceCv
+    );
+    let (x, y) = one_relevant_feature(9, 24);
+    let mut f = forest(4, 2, FeatureWeights::RelevanceCv, 1);
+    match f.fit(&x, 5, &y) {
+        Err(MondrianError::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "feature_weights");
+            assert!(reason.contains("at least 10 rows"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(f.learn_relevance_cv(&x, 5, &y[..3]).is_err());
+}

@@ -91,6 +91,18 @@ class _MondrianBase:
         return np.asarray(self._core.feature_weights())
 
     @property
+    def relevance_choice_(self):
+        """With ``feature_weights="relevance:cv"``: a dict with the chosen ``power`` and
+        ``losses``, each power's held-out loss per row (negative log-likelihood); else
+        None."""
+        check_is_fitted(self)
+        choice = self._core.relevance_choice()
+        if choice is None:
+            return None
+        power, losses = choice
+        return {"power": power, "losses": dict(losses)}
+
+    @property
     def feature_importances_(self):
         """Share of the training labels' impurity (squared error for regression, n·Gini for
         classes) that the forest's splits remove, per feature; sums to 1. The splits ignore

@@ -68,14 +68,16 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         first ``learn_one`` point gives no range, so features are then only shifted: give
         ranges for streams. ``"identity"``: features are used as they are. An array:
         ``(min, max)`` per feature.
-    feature_weights : None, "relevance", "relevance:P" or array-like of shape (n_features,), default=None
+    feature_weights : None, "relevance", "relevance:P", "relevance:cv" or array-like of shape (n_features,), default=None
         Stretch of each (scaled) feature in the trees' space: cuts along feature d become
         ``w_d`` times as likely and its distances ``w_d`` times as large (the Mondrian
         process of the stretched box; γ uses Σ w_d for D). ``None``: all 1, as in the
         paper. ``"relevance"``: learnt from the first training call by a pilot forest with
         weights 1, as the Gini impurity its (label-blind) cuts along each feature remove,
-        divided by the largest (``"relevance:P"`` raises that to the power P); it helps
-        when few features matter (dna). Or one weight ≥ 0 per feature. Relevance needs a first
+        divided by the largest (``"relevance:P"`` raises that to the power P;
+        ``"relevance:cv"`` chooses P among 0, 0.25, 0.5, 1 and 2 by 5-fold cross-validation
+        of the held-out log-loss on the first training call, about 30 fits' work, see
+        ``relevance_choice_``); it helps when few features matter (dna). Or one weight ≥ 0 per feature. Relevance needs a first
         training call the pilot can split: a first ``learn_one`` (one point) or a first batch
         of one class is refused; learn the weights on a sample with ``fit`` and pass
         ``feature_weights_`` instead.

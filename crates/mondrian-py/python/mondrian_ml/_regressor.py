@@ -52,14 +52,16 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     feature_ranges : None, "identity" or array-like of shape (n_features, 2), default=None
         As for :class:`MondrianForestClassifier`: min–max scaling from the first training
         call, given ranges, or none.
-    feature_weights : None, "relevance", "relevance:P" or array-like of shape (n_features,), default=None
+    feature_weights : None, "relevance", "relevance:P", "relevance:cv" or array-like of shape (n_features,), default=None
         Stretch of each (scaled) feature in the trees' space: cuts along feature d become
         ``w_d`` times as likely and its distances ``w_d`` times as large (the Mondrian
         process of the stretched box). ``None``: all 1, as in the papers. ``"relevance"``:
         learnt from the first training call by a pilot forest with weights 1, as the
         squared error its (target-blind) cuts along each feature remove, divided by the
-        largest (``"relevance:P"`` raises that to the power P); it helps most when few
-        features matter. Or one weight ≥ 0 per feature. Relevance needs a first training call
+        largest (``"relevance:P"`` raises that to the power P; ``"relevance:cv"`` chooses
+        P among 0, 0.25, 0.5, 1 and 2 by 5-fold cross-validation of the held-out NLPD on
+        the first training call, about 30 fits' work, see ``relevance_choice_``); it helps
+        most when few features matter. Or one weight ≥ 0 per feature. Relevance needs a first training call
         the pilot can split: a first ``learn_one`` (one point) is refused; learn the weights
         on a sample with ``fit`` and pass ``feature_weights_`` instead.
     n_jobs : int, default=None

@@ -6,7 +6,8 @@ use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{
-    validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, Rows, Scaling, MAX_THREADS,
+    validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
+    MAX_THREADS, RELEVANCE_CV_POWERS,
 };
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
@@ -357,9 +358,11 @@ impl MondrianForestClassifier {
     ) -> Result<()> {
         let d = rows.n_features();
         self.store.start(rows, &self.params.scaling)?;
-        if let Some(w) = self.initial_weights(rows, y)? {
+        let (weights, choice) = self.initial_weights(rows, y)?;
+        if let Some(w) = weights {
             self.store.reweight(&w)?;
         }
+        self.store.relevance = choice;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
             pause_on_pure: self.params.pause_on_pure,
@@ -466,6 +469,33 @@ impl MondrianForestClassifier {
             },
         );
         Ok(out)
+    }
+
+    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
+    /// forest's own, with every class of `y` declared, so that a class missing from a
+    /// fold's training rows still gets a probability for its held-out rows.
+    fn cv_params(&self, y: &[usize]) -> ClassifierParams {
+        let k = y.iter().max().map_or(0, |&c| c + 1);
+        ClassifierParams {
+            n_classes: Some(self.params.n_classes.unwrap_or(0).max(k)),
+            ..self.params.clone()
+        }
+    }
+
+    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)`.
+    fn held_out_loss<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+    ) -> Result<f64> {
+        let k = self.n_classes;
+        let proba = self.predict_proba(x, n_features)?;
+        Ok(-proba
+            .chunks_exact(k)
+            .zip(y)
+            .map(|(p, &c)| p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln())
+            .sum::<f64>())
     }
 
     /// Most probable class per row (lowest index on ties).

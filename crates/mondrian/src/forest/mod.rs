@@ -10,12 +10,15 @@ mod regressor;
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
 pub use regressor::{MondrianForestRegressor, RegressionPrediction, RegressorParams};
 
+use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{FeatureScaler, FeatureValue, Rows, Scaling};
+use crate::data::{
+    FeatureScaler, FeatureValue, RelevanceChoice, Rows, Scaling, RELEVANCE_CV_FOLDS,
+};
 use crate::error::{MondrianError, Result};
 use crate::process::Feature;
 use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NODE};
@@ -77,33 +80,35 @@ pub(crate) fn split_relevance<S>(
 }
 
 /// The methods every forest has around feature weights: the relevance pilot (built from
-/// the forest's parameters by `$pilot`), `learn_relevance`, `feature_importances` and
-/// `feature_weights`. The model supplies `split_scores`.
+/// the forest's parameters by `$pilot`), its cross-validated power, `learn_relevance`,
+/// `feature_importances` and `feature_weights`. The model supplies `split_scores`,
+/// `cv_params` (its parameters for the cross-validation's forests) and `held_out_loss`.
 macro_rules! relevance_methods {
     ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
         impl $model {
-            /// The weights the first training call fixes on `rows` (`None`: all 1).
+            /// The weights the first training call fixes on `rows` (`None`: all 1), with
+            /// the cross-validated choice behind them if there was one.
             fn initial_weights<T: FeatureValue>(
                 &self,
                 rows: &Rows<T>,
                 y: &[$target],
-            ) -> Result<Option<Vec<f64>>> {
+            ) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)> {
                 Ok(match &self.params.feature_weights {
-                    FeatureWeights::Uniform => None,
-                    FeatureWeights::Given(w) => Some(w.clone()),
-                    FeatureWeights::Relevance { power } => Some(self.relevance(rows, y, *power)?),
+                    FeatureWeights::Uniform => (None, None),
+                    FeatureWeights::Given(w) => (Some(w.clone()), None),
+                    FeatureWeights::Relevance { power } => {
+                        (Some(self.relevance(rows, y, *power)?), None)
+                    }
+                    FeatureWeights::RelevanceCv => {
+                        let (w, choice) = self.relevance_cv(rows, y)?;
+                        (Some(w), Some(choice))
+                    }
                 })
             }
 
-            /// [`FeatureWeights::Relevance`](crate::FeatureWeights): a pilot forest with
-            /// uniform weights on the rows, scored by
-            /// [`split_scores`](Self::split_scores).
-            fn relevance<T: FeatureValue>(
-                &self,
-                rows: &Rows<T>,
-                y: &[$target],
-                power: f64,
-            ) -> Result<Vec<f64>> {
+            /// A pilot forest with uniform weights grown on the rows; its
+            /// [`split_scores`](Self::split_scores) give the relevance weights.
+            fn pilot<T: FeatureValue>(&self, rows: &Rows<T>, y: &[$target]) -> Result<Self> {
                 let $p = $params {
                     seed: super::pilot_seed(self.params.seed),
                     feature_weights: FeatureWeights::Uniform,
@@ -111,7 +116,65 @@ macro_rules! relevance_methods {
                 };
                 let mut pilot = $model::new($pilot)?;
                 pilot.fit(rows.values(), rows.n_features(), y)?;
+                Ok(pilot)
+            }
+
+            /// [`FeatureWeights::Relevance`](crate::FeatureWeights) at `power` (0: all 1).
+            fn relevance<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+                power: f64,
+            ) -> Result<Vec<f64>> {
+                if power == 0.0 {
+                    return Ok(vec![1.0; rows.n_features()]);
+                }
+                let pilot = self.pilot(rows, y)?;
                 super::pilot_weights(&pilot.trees, pilot.split_scores(), rows.n_rows(), power)
+            }
+
+            /// [`FeatureWeights::RelevanceCv`](crate::FeatureWeights): the power by
+            /// cross-validation, then the weights at that power on all rows.
+            fn relevance_cv<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+            ) -> Result<(Vec<f64>, RelevanceChoice)> {
+                let (n, d) = (rows.n_rows(), rows.n_features());
+                let folds = super::cv_folds(n, super::pilot_seed(self.params.seed))?;
+                let base = self.cv_params(y);
+                let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
+                for held in &folds {
+                    let (fit_x, fit_y, val_x, val_y) = super::split_rows(rows, y, held);
+                    let fit_rows = Rows::new(&fit_x, d)?;
+                    let pilot = self.pilot(&fit_rows, &fit_y)?;
+                    let scores = pilot.split_scores();
+                    for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
+                        let weights = match power {
+                            0.0 => FeatureWeights::Uniform,
+                            _ => FeatureWeights::Given(super::pilot_weights(
+                                &pilot.trees,
+                                scores.clone(),
+                                fit_rows.n_rows(),
+                                power,
+                            )?),
+                        };
+                        let mut forest = $model::new($params {
+                            feature_weights: weights,
+                            ..base.clone()
+                        })?;
+                        forest.fit(&fit_x, d, &fit_y)?;
+                        *total += forest.held_out_loss(&val_x, d, &val_y)?;
+                    }
+                }
+                let choice = RelevanceChoice::best_of(
+                    RELEVANCE_CV_POWERS
+                        .iter()
+                        .zip(&loss)
+                        .map(|(&p, &l)| (p, l / n as f64))
+                        .collect(),
+                );
+                Ok((self.relevance(rows, y, choice.power)?, choice))
             }
 
             /// The weights [`FeatureWeights::Relevance`](crate::FeatureWeights) would learn
@@ -127,6 +190,32 @@ macro_rules! relevance_methods {
             ) -> Result<Vec<f64>> {
                 FeatureWeights::Relevance { power }.validate(None)?;
                 self.relevance(&Rows::new(x, n_features)?, y, power)
+            }
+
+            /// What [`FeatureWeights::RelevanceCv`](crate::FeatureWeights) would choose on
+            /// these rows, with the weights at the chosen power, without training this
+            /// forest (for a stream, as [`learn_relevance`](Self::learn_relevance)).
+            pub fn learn_relevance_cv<T: FeatureValue>(
+                &self,
+                x: &[T],
+                n_features: usize,
+                y: &[$target],
+            ) -> Result<(Vec<f64>, RelevanceChoice)> {
+                let rows = Rows::new(x, n_features)?;
+                rows.validate(None)?;
+                if y.len() != rows.n_rows() {
+                    return Err(MondrianError::LengthMismatch {
+                        n_rows: rows.n_rows(),
+                        n_labels: y.len(),
+                    });
+                }
+                self.relevance_cv(&rows, y)
+            }
+
+            /// The cross-validated choice of [`FeatureWeights::RelevanceCv`]
+            /// (crate::FeatureWeights), once trained with it.
+            pub fn relevance_choice(&self) -> Option<&RelevanceChoice> {
+                self.store.relevance.as_ref()
             }
 
             /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no
@@ -177,6 +266,52 @@ pub(crate) fn pilot_weights<S>(
         .map(|s| (s / top).powf(power))
         .map(|w| if w < crate::data::MIN_WEIGHT { 0.0 } else { w })
         .collect())
+}
+
+/// The held-out folds of [`FeatureWeights::RelevanceCv`](crate::data::FeatureWeights):
+/// a seeded permutation of the `n` rows cut into [`RELEVANCE_CV_FOLDS`] near-equal parts,
+/// each in row order.
+pub(crate) fn cv_folds(n: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+    let k = RELEVANCE_CV_FOLDS;
+    if n < 2 * k {
+        return Err(MondrianError::InvalidParameter {
+            name: "feature_weights",
+            reason: format!(
+                "relevance:cv needs at least {} rows in the first training call, got {n}",
+                2 * k
+            ),
+        });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rng);
+    Ok((0..k)
+        .map(|f| {
+            let mut fold = order[f * n / k..(f + 1) * n / k].to_vec();
+            fold.sort_unstable();
+            fold
+        })
+        .collect())
+}
+
+/// The rows (and targets) outside the sorted row list `held`, then those in it.
+pub(crate) fn split_rows<T: FeatureValue, Y: Copy>(
+    rows: &Rows<T>,
+    y: &[Y],
+    held: &[usize],
+) -> (Vec<T>, Vec<Y>, Vec<T>, Vec<Y>) {
+    let (mut fit_x, mut fit_y, mut val_x, mut val_y) = (vec![], vec![], vec![], vec![]);
+    let mut next = held.iter().peekable();
+    for (i, &target) in y.iter().enumerate().take(rows.n_rows()) {
+        let (x, t) = if next.next_if_eq(&&i).is_some() {
+            (&mut val_x, &mut val_y)
+        } else {
+            (&mut fit_x, &mut fit_y)
+        };
+        x.extend_from_slice(rows.row(i));
+        t.push(target);
+    }
+    (fit_x, fit_y, val_x, val_y)
 }
 
 /// Scores divided by their sum; all 0 when the sum is not positive.
@@ -287,6 +422,8 @@ pub(crate) struct PointStore<T> {
     pub(crate) scaler: Option<FeatureScaler>,
     pub(crate) features: Vec<Feature>,
     pub(crate) targets: Vec<T>,
+    /// How [`FeatureWeights::RelevanceCv`](crate::data::FeatureWeights) chose the weights.
+    pub(crate) relevance: Option<RelevanceChoice>,
 }
 
 impl<T: Copy> PointStore<T> {
@@ -296,6 +433,7 @@ impl<T: Copy> PointStore<T> {
             scaler: None,
             features: Vec::new(),
             targets: Vec::new(),
+            relevance: None,
         }
     }
 
@@ -377,6 +515,9 @@ impl<T: Copy> PointStore<T> {
         }
         if self.features.iter().any(|v| !v.is_finite()) {
             return bad("a stored point is not finite");
+        }
+        if self.relevance.as_ref().is_some_and(|c| !c.is_valid()) {
+            return bad("the relevance choice is not valid");
         }
         Ok(())
     }
@@ -653,5 +794,77 @@ mod tests {
             .map(|(&o, &p)| (o - p * n as f64).powi(2) / (p * n as f64))
             .sum();
         assert!(chi2 < 20.52, "chi2 = {chi2}, counts {counts:?}");
+    }
+
+    #[test]
+    fn cv_folds_partition_the_rows_in_near_equal_parts() {
+        let folds = cv_folds(23, 9).unwrap();
+        let mut all: Vec<usize> = folds.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..23).collect::<Vec<_>>());
+        assert!(folds.iter().all(|f| (4..=5).contains(&f.len())));
+        assert!(folds.iter().all(|f| f.windows(2).all(|w| w[0] < w[1])));
+        assert_ne!(folds, cv_folds(23, 10).unwrap());
+        assert!(cv_folds(9, 1).is_err());
+    }
+
+    #[test]
+    fn cv_losses_equal_a_recomputation_from_public_calls() {
+        // Each reported loss is Σ over folds of the held-out −log p of a forest with this
+        // forest's parameters and the weights `learn_relevance` gives on the other folds
+        // (uniform for power 0), divided by the row count. Rebuilt here from public calls
+        // with the same folds.
+        use crate::data::{FeatureWeights, RELEVANCE_CV_POWERS};
+        use crate::stats::gaussian::PredictionMode;
+        use crate::{MondrianForestRegressor, RegressorParams};
+        let n = 60;
+        let x: Vec<f64> = (0..n * 3)
+            .map(|i| ((i * 37 % 101) as f64) / 101.0)
+            .collect();
+        let y: Vec<f64> = x
+            .chunks(3)
+            .map(|r| (5.0 * r[0]).sin() + 0.1 * r[2])
+            .collect();
+        let params = RegressorParams {
+            n_trees: 6,
+            min_samples_split: 3,
+            mode: PredictionMode::Fast,
+            seed: 11,
+            feature_weights: FeatureWeights::RelevanceCv,
+            ..Default::default()
+        };
+        let mut cv = MondrianForestRegressor::new(params.clone()).unwrap();
+        cv.fit(&x, 3, &y).unwrap();
+        let choice = cv.relevance_choice().unwrap();
+        let folds = cv_folds(n, pilot_seed(params.seed)).unwrap();
+        for (&power, &(p, loss)) in RELEVANCE_CV_POWERS.iter().zip(&choice.losses) {
+            assert_eq!(power, p);
+            let mut total = 0.0;
+            for held in &folds {
+                let part = |keep: bool| -> (Vec<f64>, Vec<f64>) {
+                    let rows: Vec<usize> = (0..n).filter(|i| held.contains(i) != keep).collect();
+                    let xs = rows.iter().flat_map(|&i| x[3 * i..3 * i + 3].to_vec());
+                    (xs.collect(), rows.iter().map(|&i| y[i]).collect())
+                };
+                let ((fx, fy), (vx, vy)) = (part(true), part(false));
+                let probe = MondrianForestRegressor::new(params.clone()).unwrap();
+                let weights = match power {
+                    0.0 => FeatureWeights::Uniform,
+                    _ => FeatureWeights::Given(probe.learn_relevance(&fx, 3, &fy, power).unwrap()),
+                };
+                let mut f = MondrianForestRegressor::new(RegressorParams {
+                    feature_weights: weights,
+                    ..params.clone()
+                })
+                .unwrap();
+                f.fit(&fx, 3, &fy).unwrap();
+                total -= f.log_density(&vx, 3, &vy).unwrap().iter().sum::<f64>();
+            }
+            let expected = total / n as f64;
+            assert!(
+                (loss - expected).abs() <= 1e-12 * expected.abs().max(1.0),
+                "{power}: {loss} vs {expected}"
+            );
+        }
     }
 }

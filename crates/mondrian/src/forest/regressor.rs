@@ -8,7 +8,8 @@ use super::{
     grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
 };
 use crate::data::{
-    validate_sizes, FeatureValue, FeatureWeights, Rows, Scaling, MAX_TARGET, MAX_THREADS,
+    validate_sizes, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling, MAX_TARGET,
+    MAX_THREADS, RELEVANCE_CV_POWERS,
 };
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
@@ -339,10 +340,23 @@ impl MondrianForestRegressor {
     fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
         let mut store = PointStore::new();
         store.start(rows, &self.params.scaling)?;
-        if let Some(w) = self.initial_weights(rows, y)? {
+        let (weights, choice) = self.initial_weights(rows, y)?;
+        if let Some(w) = weights {
             store.reweight(&w)?;
         }
+        store.relevance = choice;
         Ok(store)
+    }
+
+    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
+    /// forest's own.
+    fn cv_params(&self, _y: &[f64]) -> RegressorParams {
+        self.params.clone()
+    }
+
+    /// Negative log predictive density of held-out rows, summed (the NLPD's numerator).
+    fn held_out_loss<T: FeatureValue>(&self, x: &[T], n_features: usize, y: &[f64]) -> Result<f64> {
+        Ok(-self.log_density(x, n_features, y)?.iter().sum::<f64>())
     }
 
     /// Squared error of the training targets that the forest's splits remove, summed per
