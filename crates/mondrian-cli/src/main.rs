@@ -380,19 +380,9 @@ fn train_forest(
     // sees the features a batch fit sees (a first point alone could not teach them).
     let mut choice = None;
     if args.online {
-        let pilot = MondrianForestClassifier::new(params.clone())?;
-        match params.feature_weights {
-            FeatureWeights::Relevance { power } => {
-                params.feature_weights =
-                    FeatureWeights::Given(pilot.learn_relevance(x, d, y, power)?);
-            }
-            FeatureWeights::RelevanceCv => {
-                let (w, c) = pilot.learn_relevance_cv(x, d, y)?;
-                params.feature_weights = FeatureWeights::Given(w);
-                choice = Some(c);
-            }
-            _ => {}
-        }
+        let learnt =
+            MondrianForestClassifier::new(params.clone())?.learn_feature_weights(x, d, y)?;
+        (params.feature_weights, choice) = learnt;
     }
     let mut forest = MondrianForestClassifier::new(params)?;
     let secs = timed_training(

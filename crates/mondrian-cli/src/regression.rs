@@ -4,8 +4,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
-    Estimate, FeatureWeights, HyperSettings, MondrianError, MondrianForestRegressor,
-    RegressorParams, RelevanceChoice, Scaling,
+    Estimate, HyperSettings, MondrianError, MondrianForestRegressor, RegressorParams,
+    RelevanceChoice, Scaling,
 };
 use serde::{Deserialize, Serialize};
 
@@ -68,19 +68,9 @@ fn train_forest(
     // As for the classifier: weights from the whole file, like the ranges.
     let mut choice = None;
     if args.online {
-        let pilot = MondrianForestRegressor::new(params.clone())?;
-        match params.feature_weights {
-            FeatureWeights::Relevance { power } => {
-                params.feature_weights =
-                    FeatureWeights::Given(pilot.learn_relevance(x, d, y, power)?);
-            }
-            FeatureWeights::RelevanceCv => {
-                let (w, c) = pilot.learn_relevance_cv(x, d, y)?;
-                params.feature_weights = FeatureWeights::Given(w);
-                choice = Some(c);
-            }
-            _ => {}
-        }
+        let learnt =
+            MondrianForestRegressor::new(params.clone())?.learn_feature_weights(x, d, y)?;
+        (params.feature_weights, choice) = learnt;
     }
     let mut forest = MondrianForestRegressor::new(params)?;
     let secs = timed_training(

@@ -521,9 +521,12 @@ fn the_cross_validated_choice_is_thread_independent_saved_and_learnable_for_stre
     let back = MondrianForestRegressor::from_bytes(&a.to_bytes().unwrap()).unwrap();
     assert_eq!(back.relevance_choice(), a.relevance_choice());
     // A stream learns the same choice and weights up front.
-    let (w, choice) = a.learn_relevance_cv(&x, 5, &y).unwrap();
-    assert_eq!(Some(&choice), a.relevance_choice());
-    assert_eq!(Some(w.as_slice()), a.feature_weights());
+    let (w, choice) = a.learn_feature_weights(&x, 5, &y).unwrap();
+    assert_eq!(choice.as_ref(), a.relevance_choice());
+    assert_eq!(
+        w,
+        FeatureWeights::Given(a.feature_weights().unwrap().to_vec())
+    );
 }
 
 #[test]
@@ -566,5 +569,5 @@ fn cross_validation_needs_enough_rows_and_parses() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(f.learn_relevance_cv(&x, 5, &y[..3]).is_err());
+    assert!(f.learn_feature_weights(&x, 5, &y[..3]).is_err());
 }

@@ -81,6 +81,7 @@ pub(crate) fn split_relevance<S>(
 
 /// The methods every forest has around feature weights: the relevance pilot (built from
 /// the forest's parameters by `$pilot`), its cross-validated power, `learn_relevance`,
+/// `learn_feature_weights`,
 /// `feature_importances` and `feature_weights`. The model supplies `split_scores`,
 /// `cv_params` (its parameters for the cross-validation's forests) and `held_out_loss`.
 macro_rules! relevance_methods {
@@ -192,15 +193,17 @@ macro_rules! relevance_methods {
                 self.relevance(&Rows::new(x, n_features)?, y, power)
             }
 
-            /// What [`FeatureWeights::RelevanceCv`](crate::FeatureWeights) would choose on
-            /// these rows, with the weights at the chosen power, without training this
-            /// forest (for a stream, as [`learn_relevance`](Self::learn_relevance)).
-            pub fn learn_relevance_cv<T: FeatureValue>(
+            /// The weights this forest's first training call would fix on these rows, as
+            /// weights to give a stream up front so that it sees the features a batch fit
+            /// sees: learnt ones (`Relevance`, `RelevanceCv`) become
+            /// [`FeatureWeights::Given`](crate::FeatureWeights), with the cross-validated
+            /// choice if one ran; other settings come back unchanged.
+            pub fn learn_feature_weights<T: FeatureValue>(
                 &self,
                 x: &[T],
                 n_features: usize,
                 y: &[$target],
-            ) -> Result<(Vec<f64>, RelevanceChoice)> {
+            ) -> Result<(FeatureWeights, Option<RelevanceChoice>)> {
                 let rows = Rows::new(x, n_features)?;
                 rows.validate(None)?;
                 if y.len() != rows.n_rows() {
@@ -209,7 +212,11 @@ macro_rules! relevance_methods {
                         n_labels: y.len(),
                     });
                 }
-                self.relevance_cv(&rows, y)
+                let (weights, choice) = self.initial_weights(&rows, y)?;
+                Ok((
+                    weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
+                    choice,
+                ))
             }
 
             /// The cross-validated choice of [`FeatureWeights::RelevanceCv`]
