@@ -81,7 +81,8 @@ SHORT_NAME = {"boston_housing": "boston", "concrete": "concrete", "energy_heatin
 
 # Method keys, in table order.
 METHODS = ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5",
-           "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel", "mf_fast_online",
+           "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel", "mf_fast100_mss5_relcv",
+           "mf_fast_online",
            "mf_exact_online", "rf", "ert", "ert1", "amf"]
 LABEL = {
     "mf_exact": "MF exact (10 trees, thesis)",
@@ -92,6 +93,8 @@ LABEL = {
     "mf_exact100": "MF exact (100 trees)",
     "mf_exact_rel": "MF exact, relevance feature weights (10 trees, thesis otherwise)",
     "mf_fast100_mss5_rel": "MF fast, relevance feature weights (100 trees, min_samples_split 5)",
+    "mf_fast100_mss5_relcv": "MF fast, relevance weights with the power chosen by 5-fold CV on the "
+                             "training split (100 trees, min_samples_split 5)",
     "mf_fast_online": "MF fast, online (10 trees)",
     "mf_exact_online": "MF exact, online (10 trees)",
     "rf": "RF (sklearn)",
@@ -102,11 +105,13 @@ LABEL = {
 SHORT = {"mf_exact": "MF exact", "mf_fast": "MF fast", "mf_exact_ml": "MF exact-ML",
          "mf_fast100_mss5": "MF fast-100 mss5", "mf_fast100_mss2": "MF fast-100 mss2", "mf_exact100": "MF exact-100",
          "mf_exact_rel": "MF exact rel", "mf_fast100_mss5_rel": "MF fast-100 mss5 rel",
+         "mf_fast100_mss5_relcv": "MF fast-100 mss5 rel-cv",
          "mf_fast_online": "MF fast online", "mf_exact_online": "MF exact online",
          "rf": "RF", "ert": "ERT", "ert1": "ERT-1", "amf": "AMF"}
 COLORS = {"mf_exact": "tab:red", "mf_fast": "tab:orange", "mf_exact_ml": "tab:pink",
           "mf_fast100_mss5": "peru", "mf_fast100_mss2": "sienna", "mf_exact100": "darkred",
           "mf_exact_rel": "crimson", "mf_fast100_mss5_rel": "black",
+          "mf_fast100_mss5_relcv": "dimgray",
           "mf_fast_online": "gold", "mf_exact_online": "salmon",
           "rf": "tab:blue", "ert": "tab:green", "ert1": "tab:olive", "amf": "tab:purple"}
 
@@ -115,7 +120,8 @@ VAR_FLOOR = 1e-12
 CLI_KEYS = ["rmse", "nlpd", "coverage_90", "coverage_90_gaussian", "calibration",
             "calibration_gaussian", "train_seconds", "predict_seconds",
             "n_train", "n_test", "trees", "mode", "mu_h", "gamma1", "gamma2", "noise_var",
-            "depth_mean", "depth_std", "n_nodes", "n_leaves", "online", "seed", "feature_weights"]
+            "depth_mean", "depth_std", "n_nodes", "n_leaves", "online", "seed", "feature_weights",
+            "relevance_choice"]
 
 
 def log(msg: str) -> None:
@@ -432,14 +438,16 @@ def run_split(a, name, cols, X, y, k, tmp: Path) -> dict:
     if not a.no_mf100:
         runs.append(("mf_exact100", 100, "exact", False))
     runs += [("mf_fast100_mss5", 100, "fast", False), ("mf_fast100_mss2", 100, "fast", False),
-             ("mf_exact_rel", 10, "exact", False), ("mf_fast100_mss5_rel", 100, "fast", False)]
+             ("mf_exact_rel", 10, "exact", False), ("mf_fast100_mss5_rel", 100, "fast", False),
+             ("mf_fast100_mss5_relcv", 100, "fast", False)]
     runs.append(("mf_fast_online", 10, "fast", True))
     if len(tr) <= a.exact_online_max_n:
         runs.append(("mf_exact_online", 10, "exact", True))
     for key, trees, mode, online in runs:
         theta = "marginal-likelihood" if key.endswith("_ml") else "heuristic"
         mss = int(key.split("_mss", 1)[1].split("_")[0]) if "_mss" in key else 10
-        weights = "relevance" if key.endswith("_rel") else "uniform"
+        weights = {"_rel": "relevance", "_relcv": "relevance:cv"}.get(
+            "_" + key.rsplit("_", 1)[1], "uniform")
         r = mf_eval(a.binary, train_csv, test_csv, k, trees, mode, online, theta, mss, weights)
         r["fit_seconds"], r["predict_seconds"] = r["train_seconds"], r["predict_seconds"]
         if key in ("mf_exact", "mf_fast"):
@@ -651,7 +659,7 @@ def summarize(results: dict, out: Path) -> None:
     w("")
 
     # ---------- cross-dataset tables
-    main_methods = [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel", "rf", "ert", "ert1", "amf"] if m in present]
+    main_methods = [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel", "mf_fast100_mss5_relcv", "rf", "ert", "ert1", "amf"] if m in present]
     gauss = [m for m in main_methods if m != "amf"]
 
     def cross(title, key, methods, digits=3, note=None):
@@ -685,7 +693,7 @@ def summarize(results: dict, out: Path) -> None:
       "(2) |coverage_90(MF) − 0.90| ≤ 0.05; (3) RMSE(MF) ≤ 1.10 × RMSE(ERT, fully grown).")
     w("")
     tallies = {}
-    for mf in [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel"] if m in present]:
+    for mf in [m for m in ["mf_exact", "mf_fast", "mf_exact_ml", "mf_exact100", "mf_fast100_mss5", "mf_fast100_mss2", "mf_exact_rel", "mf_fast100_mss5_rel", "mf_fast100_mss5_relcv"] if m in present]:
         w(f"### {LABEL[mf]}")
         w("")
         w("| data | NLPD MF | NLPD RF | NLPD ERT | (1) NLPD better than both | (1) per split: MF better than both | coverage_90 | (2) within 0.05 | RMSE MF / ERT | (3) within 10 % |")
@@ -708,6 +716,24 @@ def summarize(results: dict, out: Path) -> None:
         w("")
         tallies[mf] = (t1, t2, t3, k)
     results["_tallies"] = tallies
+
+    if "mf_fast100_mss5_relcv" in present:
+        w("### Relevance powers chosen by cross-validation (MF fast-100 mss5 rel-cv)")
+        w("")
+        w("The power `--feature-weights relevance:cv` chose on each split's training rows (5-fold CV "
+          "of the held-out NLPD among 0, 0.25, 0.5, 1, 2; 0 = uniform weights), and the fit time "
+          "including the cross-validation, against the fixed-power entry's.")
+        w("")
+        w("| data | powers chosen (splits 0..) | fit s rel-cv | fit s rel |")
+        w("|---|---|---|---|")
+        for n in names:
+            splits = dss[n]["splits"]
+            chosen = [sp["methods"]["mf_fast100_mss5_relcv"]["relevance_choice"]["power"]
+                      for sp in splits if "mf_fast100_mss5_relcv" in sp["methods"]]
+            w(f"| {SHORT_NAME[n]} | {', '.join(f'{p:g}' for p in chosen)} | "
+              f"{fmt(ms(vals(dss[n], 'mf_fast100_mss5_relcv', 'fit_seconds'))[0])} | "
+              f"{fmt(ms(vals(dss[n], 'mf_fast100_mss5_rel', 'fit_seconds'))[0])} |")
+        w("")
 
     notes = HERE / "notes.md"
     if notes.exists() and not cfg["quick"]:
