@@ -81,9 +81,9 @@ pub(crate) fn split_relevance<S>(
 
 /// The methods every forest has around feature weights: the relevance pilot (built from
 /// the forest's parameters by `$pilot`), its cross-validated power, `learn_relevance`,
-/// `learn_feature_weights`,
-/// `feature_importances` and `feature_weights`. The model supplies `split_scores`,
-/// `cv_params` (its parameters for the cross-validation's forests) and `held_out_loss`.
+/// `learn_feature_weights`, `feature_importances` and `feature_weights`. The model supplies
+/// `split_scores`, `cv_params` (its parameters for the cross-validation's forests) and
+/// `held_out_loss`.
 macro_rules! relevance_methods {
     ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
         impl $model {
