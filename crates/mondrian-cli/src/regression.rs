@@ -4,15 +4,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
-    Estimate, HyperSettings, MondrianError, MondrianForestRegressor, RegressorParams,
+    Calibration, Estimate, HyperSettings, MondrianError, MondrianForestRegressor, RegressorParams,
     RelevanceChoice, Scaling,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::io::{read_dataset, Dataset};
 use crate::{
-    save_model, timed_training, training_ranges, with_summary, CliError, ForestArgs, ModeArg,
-    ThetaArg,
+    save_model, timed_training, training_ranges, with_summary, CalibrationArg, CliError,
+    ForestArgs, ModeArg, ThetaArg,
 };
 
 /// What `mondrian train --task regression` saves.
@@ -54,6 +54,10 @@ fn params_from(args: &ForestArgs, train: &Dataset) -> RegressorParams {
             ..Default::default()
         },
         feature_weights: args.feature_weights.clone(),
+        calibration: match args.calibration {
+            Some(CalibrationArg::Cv) => Calibration::Cv,
+            Some(CalibrationArg::None) | None => Calibration::None,
+        },
     }
 }
 
@@ -67,10 +71,17 @@ fn train_forest(
     let (x, y) = (&train.x, &train.labels);
     // As for the classifier: weights from the whole file, like the ranges.
     let mut choice = None;
+    let mut pits = None;
     if args.online {
         let learnt =
             MondrianForestRegressor::new(params.clone())?.learn_feature_weights(x, d, y)?;
         (params.feature_weights, choice) = learnt;
+        // And the calibration a batch fit would compute, then the stream keeps it.
+        if params.calibration == Calibration::Cv {
+            params.calibration = Calibration::None;
+            pits =
+                Some(MondrianForestRegressor::new(params.clone())?.cross_validated_pits(x, d, y)?);
+        }
     }
     let mut forest = MondrianForestRegressor::new(params)?;
     let secs = timed_training(
@@ -90,6 +101,9 @@ fn train_forest(
             None => forest.fit(x, d, y),
         },
     )?;
+    if pits.is_some() {
+        forest.set_calibration(pits)?;
+    }
     let choice = choice.or_else(|| forest.relevance_choice().cloned());
     Ok((forest, secs, choice))
 }
@@ -223,6 +237,8 @@ pub(crate) fn run_eval(
             "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
             "feature_weights": forest.feature_weights(),
             "relevance_choice": choice,
+            "interval_probabilities_90": forest.interval_probabilities(0.9)?,
+            "calibration_pits": forest.calibration().map(<[f64]>::len),
             "feature_importances": forest.feature_importances(),
             "mu_h": theta.mu_h,
             "gamma1": theta.gamma1,
@@ -241,6 +257,14 @@ pub(crate) fn run_eval(
             test_set.n_rows(),
             forest.params().n_trees,
         );
+        if let Some(pits) = forest.calibration() {
+            let (lo, hi) = forest.interval_probabilities(0.9)?;
+            println!(
+                "intervals recalibrated from {} cross-validated PITs: the 90% interval runs \
+                 between the mixture's {lo:.3} and {hi:.3} quantiles",
+                pits.len()
+            );
+        }
         crate::print_features(
             &train_set.feature_names,
             forest.feature_weights(),

@@ -337,6 +337,98 @@ fn regression_bad_input() {
 }
 
 #[test]
+fn regression_interval_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
+    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let plain = eval_regression(&train, &test, &[]);
+    assert!(plain["calibration_pits"].is_null());
+    let probs = plain["interval_probabilities_90"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        (probs[0].as_f64().unwrap() - 0.05).abs() < 1e-12,
+        "{probs:?}"
+    );
+    assert!(
+        (probs[1].as_f64().unwrap() - 0.95).abs() < 1e-12,
+        "{probs:?}"
+    );
+    // One PIT per training row; the model (mean, density) is the uncalibrated one.
+    let cv = eval_regression(&train, &test, &["--calibration", "cv"]);
+    assert_eq!(cv["calibration_pits"], 300);
+    assert_eq!(cv["rmse"], plain["rmse"]);
+    assert_eq!(cv["nlpd"], plain["nlpd"]);
+    let p: Vec<f64> = cv["interval_probabilities_90"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(0.0 <= p[0] && p[0] < p[1] && p[1] <= 1.0, "{p:?}");
+    // A stream computes the same PITs up front from the whole file.
+    let online = eval_regression(&train, &test, &["--calibration", "cv", "--online"]);
+    assert_eq!(
+        online["interval_probabilities_90"],
+        cv["interval_probabilities_90"]
+    );
+    // Saved with the model: predict --interval uses it.
+    let model = dir.path().join("cal.model");
+    let train_cmd = |extra: &[&str], path: &Path| {
+        mondrian()
+            .args(["train", "--task", "regression"])
+            .args(extra)
+            .arg("--train")
+            .arg(&train)
+            .arg("--model")
+            .arg(path)
+            .assert()
+            .success();
+    };
+    train_cmd(&["--calibration", "cv"], &model);
+    let plain_model = dir.path().join("plain.model");
+    train_cmd(&[], &plain_model);
+    let interval = |m: &Path| {
+        let out = mondrian()
+            .args(["predict", "--interval", "0.9", "--model"])
+            .arg(m)
+            .arg("--input")
+            .arg(&test)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_ne!(interval(&model), interval(&plain_model));
+    // Too few rows, and a classification run, are refused with clear messages.
+    let tiny = write(dir.path(), "tiny.csv", &regression_csv(9, 0.0));
+    fails_with(
+        mondrian()
+            .args([
+                "eval",
+                "--task",
+                "regression",
+                "--calibration",
+                "cv",
+                "--train",
+            ])
+            .arg(&tiny)
+            .arg("--test")
+            .arg(&test),
+        "at least 10 rows",
+    );
+    fails_with(
+        mondrian()
+            .args(["eval", "--calibration", "cv", "--train"])
+            .arg(&train)
+            .arg("--test")
+            .arg(&train),
+        "--task regression",
+    );
+}
+
+#[test]
 fn regression_feature_weights() {
     let dir = tempfile::tempdir().unwrap();
     let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));

@@ -5,9 +5,9 @@
 //! (see `python/mondrian_ml`).
 
 use mondrian::{
-    BranchCounts, ClassifierParams, Estimate, FeatureWeights, HyperSettings, MondrianError,
-    MondrianForestClassifier, MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams,
-    Scaling,
+    BranchCounts, Calibration, ClassifierParams, Estimate, FeatureWeights, HyperSettings,
+    MondrianError, MondrianForestClassifier, MondrianForestRegressor, NoiseRule, PredictionMode,
+    RegressorParams, Scaling,
 };
 use numpy::{
     Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -253,6 +253,7 @@ impl RegressorCore {
         noise = None,
         theta_estimate = "heuristic",
         feature_weights = None,
+        calibration = "none",
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -269,7 +270,9 @@ impl RegressorCore {
         noise: Option<&Bound<'_, PyAny>>,
         theta_estimate: &str,
         feature_weights: Option<&Bound<'_, PyAny>>,
+        calibration: &str,
     ) -> PyResult<Self> {
+        let calibration = Calibration::parse(calibration).map_err(py_err)?;
         let estimate = match theta_estimate {
             "heuristic" => Estimate::Heuristic,
             "marginal_likelihood" => Estimate::MarginalLikelihood,
@@ -321,6 +324,7 @@ impl RegressorCore {
             bagging,
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
+            calibration,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,
@@ -373,6 +377,48 @@ impl RegressorCore {
         let model = &self.inner;
         let p = py.detach(|| model.predict(&x, d)).map_err(py_err)?;
         Ok((p.mean[0], p.variance[0]))
+    }
+
+    /// The predictive CDF P(Y <= y | x) of the full forest mixture per row (the PIT).
+    fn cdf<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let y = targets(&y)?;
+        let model = &self.inner;
+        let out = with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
+        })?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Recalibrates the intervals from held-out rows (their PITs under this forest).
+    fn calibrate<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<()> {
+        let y = targets(&y)?;
+        let pits = {
+            let model = &self.inner;
+            with_features(x, &self.last_input_address, |f, _, d| {
+                each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
+            })?
+        };
+        self.inner.set_calibration(Some(pits)).map_err(py_err)
+    }
+
+    /// The sorted PITs that recalibrate the intervals, or None.
+    fn calibration(&self) -> Option<Vec<f64>> {
+        self.inner.calibration().map(<[f64]>::to_vec)
+    }
+
+    /// The mixture probabilities bounding the central interval at `level`.
+    fn interval_probabilities(&self, level: f64) -> PyResult<(f64, f64)> {
+        self.inner.interval_probabilities(level).map_err(py_err)
     }
 
     /// log p(y | x) of the full forest mixture per row.

@@ -24,8 +24,8 @@ pub use data::{
 };
 pub use error::{MondrianError, Result};
 pub use forest::{
-    ClassifierParams, ForestSummary, MondrianForestClassifier, MondrianForestRegressor,
-    RegressionPrediction, RegressorParams,
+    Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
+    MondrianForestRegressor, RegressionPrediction, RegressorParams,
 };
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};
 pub use stats::label::BranchCounts;

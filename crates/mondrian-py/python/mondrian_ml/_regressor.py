@@ -64,6 +64,14 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         most when few features matter. Or one weight ≥ 0 per feature. Relevance needs a first training call
         the pilot can split: a first ``learn_one`` (one point) is refused; learn the weights
         on a sample with ``fit`` and pass ``feature_weights_`` instead.
+    calibration : {"none", "cv"}, default="none"
+        ``"cv"``: the first training call (at least 10 rows) recalibrates the mixture
+        intervals of ``predict_interval`` by 5-fold cross-validation (quantile
+        recalibration: each row's predictive CDF value, its PIT, under a forest fitted
+        without it; about 5 fits' extra work). The forest's own predictive tends to be too
+        wide, its 90 % intervals covering 95–99 % on real data; the recalibrated interval
+        runs between the mixture's quantiles at the PITs' order statistics instead. Mean,
+        std and density are unchanged. ``calibrate`` recalibrates from held-out rows.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -77,6 +85,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         The hyper-parameters in use: ``mu_h``, ``gamma1``, ``gamma2``, ``noise_var``.
     feature_weights_ : ndarray of shape (n_features_in_,)
         The feature weights in use (learnt ones with ``feature_weights="relevance"``).
+    calibration_ : ndarray or None
+        The sorted PITs recalibrating the intervals (``calibration="cv"`` or
+        ``calibrate``), else None.
 
     Examples
     --------
@@ -104,6 +115,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         bagging=False,
         feature_ranges=None,
         feature_weights=None,
+        calibration="none",
         n_jobs=None,
         random_state=None,
     ):
@@ -117,6 +129,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self.bagging = bagging
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
+        self.calibration = calibration
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -130,6 +143,8 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             noise = float(noise)
         elif noise not in ("thesis", "reference"):
             raise ValueError(f"noise must be 'thesis', 'reference' or a variance, got {noise!r}")
+        if self.calibration not in ("none", "cv"):
+            raise ValueError(f"calibration must be 'none' or 'cv', got {self.calibration!r}")
         if self.theta_estimate not in ("heuristic", "marginal_likelihood"):
             raise ValueError(
                 "theta_estimate must be 'heuristic' or 'marginal_likelihood', "
@@ -148,12 +163,19 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             noise=noise,
             theta_estimate=self.theta_estimate,
             feature_weights=self._feature_weights(n_features),
+            calibration=self.calibration,
         )
 
     @property
     def theta_(self):
         check_is_fitted(self)
         return self._core.theta()
+
+    @property
+    def calibration_(self):
+        check_is_fitted(self)
+        pits = self._core.calibration()
+        return None if pits is None else np.asarray(pits)
 
     def fit(self, X, y):
         """Trains a new forest on ``X`` (n_samples, n_features) and real targets ``y``."""
@@ -211,7 +233,8 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         """Central predictive interval ``(lower, upper)`` at ``level`` per row.
 
         ``kind="mixture"``: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the
-        forest's full predictive mixture. ``kind="gaussian"``: mean ± z·std, the Gaussian
+        forest's full predictive mixture, or with a calibration (``calibration="cv"``,
+        ``calibrate``) its quantiles at the PITs' order statistics. ``kind="gaussian"``: mean ± z·std, the Gaussian
         moment match of that mixture (as the thesis' calibration table uses).
         """
         if not 0 < level < 1:
@@ -225,6 +248,22 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
         return self._core_for_use().mixture_interval(X, float(level))
+
+    def predict_cdf(self, X, y):
+        """The predictive CDF P(Y ≤ y | x) of the forest's full mixture per row (the
+        probability integral transform: uniform on (0, 1) for calibrated predictions)."""
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=False)
+        return self._core_for_use().cdf(X, np.ascontiguousarray(y, dtype=np.float64))
+
+    def calibrate(self, X, y):
+        """Recalibrates ``predict_interval`` from rows the forest was not trained on:
+        their PITs under the current forest replace any earlier calibration (quantile
+        recalibration, see ``calibration``). Returns self."""
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=False)
+        self._core_for_use().calibrate(X, np.ascontiguousarray(y, dtype=np.float64))
+        return self
 
     def log_density(self, X, y):
         """log p(y | x) of the forest's full predictive mixture per row (the negative of

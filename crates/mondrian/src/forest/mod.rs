@@ -8,7 +8,7 @@ mod classifier;
 mod regressor;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
-pub use regressor::{MondrianForestRegressor, RegressionPrediction, RegressorParams};
+pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -142,7 +142,11 @@ macro_rules! relevance_methods {
                 y: &[$target],
             ) -> Result<(Vec<f64>, RelevanceChoice)> {
                 let (n, d) = (rows.n_rows(), rows.n_features());
-                let folds = super::cv_folds(n, super::pilot_seed(self.params.seed))?;
+                let folds = super::cv_folds(
+                    n,
+                    super::pilot_seed(self.params.seed),
+                    ("feature_weights", "relevance:cv"),
+                )?;
                 let base = self.cv_params(y);
                 let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
                 for held in &folds {
@@ -278,13 +282,17 @@ pub(crate) fn pilot_weights<S>(
 /// The held-out folds of [`FeatureWeights::RelevanceCv`](crate::data::FeatureWeights):
 /// a seeded permutation of the `n` rows cut into [`RELEVANCE_CV_FOLDS`] near-equal parts,
 /// each in row order.
-pub(crate) fn cv_folds(n: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+pub(crate) fn cv_folds(
+    n: usize,
+    seed: u64,
+    (name, setting): (&'static str, &str),
+) -> Result<Vec<Vec<usize>>> {
     let k = RELEVANCE_CV_FOLDS;
     if n < 2 * k {
         return Err(MondrianError::InvalidParameter {
-            name: "feature_weights",
+            name,
             reason: format!(
-                "relevance:cv needs at least {} rows in the first training call, got {n}",
+                "{setting} needs at least {} rows in the first training call, got {n}",
                 2 * k
             ),
         });
@@ -803,16 +811,18 @@ mod tests {
         assert!(chi2 < 20.52, "chi2 = {chi2}, counts {counts:?}");
     }
 
+    const RCV: (&str, &str) = ("feature_weights", "relevance:cv");
+
     #[test]
     fn cv_folds_partition_the_rows_in_near_equal_parts() {
-        let folds = cv_folds(23, 9).unwrap();
+        let folds = cv_folds(23, 9, RCV).unwrap();
         let mut all: Vec<usize> = folds.concat();
         all.sort_unstable();
         assert_eq!(all, (0..23).collect::<Vec<_>>());
         assert!(folds.iter().all(|f| (4..=5).contains(&f.len())));
         assert!(folds.iter().all(|f| f.windows(2).all(|w| w[0] < w[1])));
-        assert_ne!(folds, cv_folds(23, 10).unwrap());
-        assert!(cv_folds(9, 1).is_err());
+        assert_ne!(folds, cv_folds(23, 10, RCV).unwrap());
+        assert!(cv_folds(9, 1, RCV).is_err());
     }
 
     #[test]
@@ -843,7 +853,7 @@ mod tests {
         let mut cv = MondrianForestRegressor::new(params.clone()).unwrap();
         cv.fit(&x, 3, &y).unwrap();
         let choice = cv.relevance_choice().unwrap();
-        let folds = cv_folds(n, pilot_seed(params.seed)).unwrap();
+        let folds = cv_folds(n, pilot_seed(params.seed), RCV).unwrap();
         for (&power, &(p, loss)) in RELEVANCE_CV_POWERS.iter().zip(&choice.losses) {
             assert_eq!(power, p);
             let mut total = 0.0;
@@ -873,5 +883,58 @@ mod tests {
                 "{power}: {loss} vs {expected}"
             );
         }
+    }
+
+    #[test]
+    fn cv_pits_equal_a_recomputation_from_public_calls() {
+        // Calibration::Cv keeps, sorted, each row's predictive CDF value under a forest of
+        // the same parameters (and the feature weights the call fixed) fitted on the other
+        // folds. Rebuilt here from public calls with the same folds, for learnt weights.
+        use crate::data::FeatureWeights;
+        use crate::stats::gaussian::PredictionMode;
+        use crate::{Calibration, MondrianForestRegressor, RegressorParams};
+        let n = 50;
+        let x: Vec<f64> = (0..n * 2).map(|i| ((i * 41 % 97) as f64) / 97.0).collect();
+        let y: Vec<f64> = x.chunks(2).map(|r| (4.0 * r[0]).cos() + r[1]).collect();
+        let params = RegressorParams {
+            n_trees: 5,
+            min_samples_split: 3,
+            mode: PredictionMode::Fast,
+            seed: 5,
+            feature_weights: FeatureWeights::RELEVANCE,
+            calibration: Calibration::Cv,
+            ..Default::default()
+        };
+        let mut cal = MondrianForestRegressor::new(params.clone()).unwrap();
+        cal.fit(&x, 2, &y).unwrap();
+        let weights = FeatureWeights::Given(cal.feature_weights().unwrap().to_vec());
+        let fold_params = RegressorParams {
+            feature_weights: weights,
+            calibration: Calibration::None,
+            ..params.clone()
+        };
+        let mut expected = Vec::new();
+        for held in cv_folds(n, pilot_seed(params.seed), RCV).unwrap() {
+            let part = |keep: bool| -> (Vec<f64>, Vec<f64>) {
+                let rows: Vec<usize> = (0..n).filter(|i| held.contains(i) != keep).collect();
+                let xs = rows.iter().flat_map(|&i| x[2 * i..2 * i + 2].to_vec());
+                (xs.collect(), rows.iter().map(|&i| y[i]).collect())
+            };
+            let ((fx, fy), (vx, vy)) = (part(true), part(false));
+            let mut f = MondrianForestRegressor::new(fold_params.clone()).unwrap();
+            f.fit(&fx, 2, &fy).unwrap();
+            expected.extend(f.cdf(&vx, 2, &vy).unwrap());
+        }
+        expected.sort_by(f64::total_cmp);
+        assert_eq!(cal.calibration().unwrap(), &expected[..]);
+        // The trees are those of the same forest without calibration.
+        let mut plain = MondrianForestRegressor::new(RegressorParams {
+            calibration: Calibration::None,
+            ..params
+        })
+        .unwrap();
+        plain.fit(&x, 2, &y).unwrap();
+        assert_eq!(plain.predict(&x, 2).unwrap(), cal.predict(&x, 2).unwrap());
+        assert!(plain.calibration().is_none());
     }
 }

@@ -822,27 +822,31 @@ pub fn normal_cdf(z: f64) -> f64 {
     0.5 * if x >= 0.0 { erfc } else { 2.0 - erfc }
 }
 
+/// `P(Y ≤ y)` under a Gaussian mixture (weights need not be normalised); a component of
+/// variance 0 is a point mass.
+pub fn mixture_cdf(components: &[Component], y: f64) -> f64 {
+    let total: f64 = components.iter().map(|c| c.weight).sum();
+    components
+        .iter()
+        .map(|c| {
+            let sd = c.var.max(0.0).sqrt();
+            let below = if sd > 0.0 {
+                normal_cdf((y - c.mean) / sd)
+            } else if y >= c.mean {
+                1.0
+            } else {
+                0.0
+            };
+            c.weight * below
+        })
+        .sum::<f64>()
+        / total
+}
+
 /// The `p`-quantile of a Gaussian mixture (weights need not be normalised), by bisection
 /// on its CDF to a relative width of 1e-12.
 pub fn mixture_quantile(components: &[Component], p: f64) -> f64 {
-    let total: f64 = components.iter().map(|c| c.weight).sum();
-    let cdf = |y: f64| {
-        components
-            .iter()
-            .map(|c| {
-                let sd = c.var.max(0.0).sqrt();
-                let below = if sd > 0.0 {
-                    normal_cdf((y - c.mean) / sd)
-                } else if y >= c.mean {
-                    1.0
-                } else {
-                    0.0
-                };
-                c.weight * below
-            })
-            .sum::<f64>()
-            / total
-    };
+    let cdf = |y: f64| mixture_cdf(components, y);
     let (mut lo, mut hi) =
         components
             .iter()

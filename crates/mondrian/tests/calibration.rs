@@ -1,0 +1,197 @@
+//! Interval calibration of the regressor (`Calibration`): quantile recalibration from the
+//! PITs of held-out rows.
+
+mod common;
+
+use common::rng;
+use mondrian::{
+    Calibration, MondrianError, MondrianForestRegressor, PredictionMode, RegressorParams,
+};
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+
+/// `n` rows of y = sin(6 x₀) + x₁ + N(0, 0.02²) on [0, 1]².
+fn smooth(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = rng(seed);
+    let noise = Normal::new(0.0, 0.02).unwrap();
+    let x: Vec<f64> = (0..2 * n).map(|_| r.gen::<f64>()).collect();
+    let y = x
+        .chunks(2)
+        .map(|p| (6.0 * p[0]).sin() + p[1] + noise.sample(&mut r))
+        .collect();
+    (x, y)
+}
+
+fn forest(calibration: Calibration, threads: usize) -> MondrianForestRegressor {
+    MondrianForestRegressor::new(RegressorParams {
+        n_trees: 20,
+        min_samples_split: 5,
+        mode: PredictionMode::Fast,
+        seed: 3,
+        n_threads: threads,
+        calibration,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn coverage(lo: &[f64], hi: &[f64], y: &[f64]) -> f64 {
+    let inside = y
+        .iter()
+        .zip(lo.iter().zip(hi))
+        .filter(|(v, (l, h))| (*l..=*h).contains(v))
+        .count();
+    inside as f64 / y.len() as f64
+}
+
+#[test]
+fn interval_probabilities_are_the_pits_order_statistics() {
+    let (x, y) = smooth(200, 1);
+    let mut f = forest(Calibration::None, 1);
+    f.fit(&x, 2, &y).unwrap();
+    let near =
+        |(a, b): (f64, f64), (c, d): (f64, f64)| (a - c).abs() < 1e-12 && (b - d).abs() < 1e-12;
+    assert!(near(f.interval_probabilities(0.8).unwrap(), (0.1, 0.9)));
+    // u_(k) for k = ⌊a(n+1)⌋ and ⌈(1−a)(n+1)⌉; 0 and 1 beyond the sample.
+    let pits: Vec<f64> = (1..=9).rev().map(|k| k as f64 / 10.0 - 0.03).collect();
+    f.set_calibration(Some(pits)).unwrap();
+    let (lo, hi) = f.interval_probabilities(0.8).unwrap(); // a(n+1) = 1, (1−a)(n+1) = 9
+    assert_eq!((lo, hi), (0.1 - 0.03, 0.9 - 0.03));
+    let (lo, hi) = f.interval_probabilities(0.5).unwrap(); // 2.5 → 2, 7.5 → 8
+    assert_eq!((lo, hi), (0.2 - 0.03, 0.8 - 0.03));
+    assert_eq!(f.interval_probabilities(0.9).unwrap(), (0.0, 1.0)); // 0.5 → 0, 9.5 → 10
+                                                                    // PITs spread like a uniform sample's give back the model's own interval.
+    f.set_calibration(Some((1..=99).map(|k| k as f64 / 100.0).collect()))
+        .unwrap();
+    let own = {
+        let mut g = forest(Calibration::None, 1);
+        g.fit(&x, 2, &y).unwrap();
+        g.mixture_interval(&x[..40], 2, 0.8).unwrap()
+    };
+    assert!(near(f.interval_probabilities(0.8).unwrap(), (0.1, 0.9)));
+    let (lo, hi) = f.mixture_interval(&x[..40], 2, 0.8).unwrap();
+    for (a, b) in lo.iter().chain(&hi).zip(own.0.iter().chain(&own.1)) {
+        assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn cdf_inverts_the_mixture_quantiles() {
+    // The interval's ends are the mixture's quantiles (bisection on the CDF to 1e-12), so
+    // the CDF there gives back the probabilities, and it grows with y.
+    let (x, y) = smooth(300, 2);
+    let mut f = forest(Calibration::None, 1);
+    f.fit(&x, 2, &y).unwrap();
+    let probe: Vec<f64> = vec![0.5, 0.5, 0.1, 0.9, 3.0, -2.0];
+    let (lo, hi) = f.mixture_interval(&probe, 2, 0.7).unwrap();
+    for (ends, p) in [(&lo, 0.15), (&hi, 0.85)] {
+        for c in f.cdf(&probe, 2, ends).unwrap() {
+            assert!((c - p).abs() < 1e-9, "{c} vs {p}");
+        }
+    }
+    let at = |v: f64| f.cdf(&probe[..2], 2, &[v]).unwrap()[0];
+    assert!(at(-10.0) < at(0.0) && at(0.0) < at(1.0) && at(1.0) < at(10.0));
+    assert!(at(-1e6) >= 0.0 && at(1e6) <= 1.0);
+}
+
+#[test]
+fn held_out_calibration_covers_at_the_nominal_level() {
+    // Split calibration: with the forest fixed and calibration and test rows i.i.d., the
+    // coverage given the calibration rows is that of the PIT order statistics
+    // u_(k_lo), u_(k_hi): mean (k_hi − k_lo)/(n+1) ≥ level and variance about
+    // level(1−level)/n_cal, and the test coverage adds binomial variance
+    // level(1−level)/n_test. Tolerance: 4 standard deviations of that sum (two-sided
+    // p ≈ 6e-5).
+    let (level, n_cal, n_test) = (0.8, 2000, 4000);
+    let (x, y) = smooth(1000, 3);
+    let (xc, yc) = smooth(n_cal, 4);
+    let (xt, yt) = smooth(n_test, 5);
+    let mut f = forest(Calibration::None, 2);
+    f.fit(&x, 2, &y).unwrap();
+    let (lo, hi) = f.mixture_interval(&xt, 2, level).unwrap();
+    let own = coverage(&lo, &hi, &yt);
+    let sd = (level * (1.0 - level) * (1.0 / n_cal as f64 + 1.0 / n_test as f64)).sqrt();
+    // The setting needs the calibration: the forest's own 80 % interval is too wide here.
+    assert!(own > level + 4.0 * sd, "own coverage {own}");
+    f.calibrate(&xc, 2, &yc).unwrap();
+    assert_eq!(f.calibration().unwrap().len(), n_cal);
+    let (lo, hi) = f.mixture_interval(&xt, 2, level).unwrap();
+    let calibrated = coverage(&lo, &hi, &yt);
+    assert!(
+        (calibrated - level).abs() <= 4.0 * sd,
+        "calibrated coverage {calibrated}, own {own}, tolerance {}",
+        4.0 * sd
+    );
+    // Mean, variance and density stay the model's.
+    let mut plain = forest(Calibration::None, 2);
+    plain.fit(&x, 2, &y).unwrap();
+    assert_eq!(plain.predict(&xt, 2).unwrap(), f.predict(&xt, 2).unwrap());
+    assert_eq!(
+        plain.log_density(&xt, 2, &yt).unwrap(),
+        f.log_density(&xt, 2, &yt).unwrap()
+    );
+}
+
+#[test]
+fn cross_validated_calibration_is_kept_saved_and_thread_independent() {
+    let (x, y) = smooth(120, 6);
+    let mut one = forest(Calibration::Cv, 1);
+    one.fit(&x, 2, &y).unwrap();
+    let mut two = forest(Calibration::Cv, 2);
+    two.fit(&x, 2, &y).unwrap();
+    let pits = one.calibration().unwrap().to_vec();
+    assert_eq!(pits.len(), 120);
+    assert!(pits.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(two.calibration().unwrap(), &pits[..]);
+    // The same PITs as a stream computes up front.
+    let up_front = forest(Calibration::None, 1)
+        .cross_validated_pits(&x, 2, &y)
+        .unwrap();
+    assert_eq!(up_front, pits);
+    // Saved and loaded with the model.
+    let back = MondrianForestRegressor::from_bytes(&one.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.calibration().unwrap(), &pits[..]);
+    assert_eq!(
+        back.mixture_interval(&x[..20], 2, 0.9).unwrap(),
+        one.mixture_interval(&x[..20], 2, 0.9).unwrap()
+    );
+    // Later training keeps it; a new fit computes it again.
+    one.partial_fit(&x[..20], 2, &y[..10]).unwrap();
+    assert_eq!(one.calibration().unwrap(), &pits[..]);
+    let mut refit = forest(Calibration::None, 1);
+    refit.set_calibration(Some(vec![0.5])).unwrap();
+    refit.fit(&x, 2, &y).unwrap();
+    assert!(refit.calibration().is_none());
+}
+
+#[test]
+fn bad_calibrations_are_refused() {
+    let (x, y) = smooth(9, 7);
+    let mut f = forest(Calibration::Cv, 1);
+    match f.fit(&x, 2, &y) {
+        Err(MondrianError::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "calibration");
+            assert!(reason.contains("at least 10 rows"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A refused call leaves the forest untrained.
+    assert_eq!(f.n_samples_seen(), 0);
+    let (x, y) = smooth(30, 8);
+    let mut f = forest(Calibration::None, 1);
+    f.fit(&x, 2, &y).unwrap();
+    for bad in [vec![], vec![0.2, 1.5], vec![f64::NAN], vec![-0.1]] {
+        assert!(matches!(
+            f.set_calibration(Some(bad)),
+            Err(MondrianError::InvalidParameter {
+                name: "calibration",
+                ..
+            })
+        ));
+    }
+    assert!(f.calibration().is_none());
+    assert!(f.calibrate(&x, 2, &y[..5]).is_err());
+    assert!(f.calibrate(&x[..2], 2, &[f64::INFINITY]).is_err());
+    assert!(f.interval_probabilities(1.0).is_err());
+    assert!(Calibration::parse("cv").is_ok() && Calibration::parse("yes").is_err());
+}
