@@ -231,6 +231,14 @@ fn regression_csv(n: usize, shift: f64) -> String {
     s
 }
 
+/// A 300-row regression training file and a 100-row test file shifted off its grid.
+fn regression_train_test(dir: &Path) -> (PathBuf, PathBuf) {
+    (
+        write(dir, "train.csv", &regression_csv(300, 0.0)),
+        write(dir, "test.csv", &regression_csv(100, 0.013)),
+    )
+}
+
 /// `mondrian eval --task regression --json` with extra arguments; its JSON.
 fn eval_regression(train: &Path, test: &Path, extra: &[&str]) -> serde_json::Value {
     let out = mondrian()
@@ -253,8 +261,7 @@ fn eval_regression(train: &Path, test: &Path, extra: &[&str]) -> serde_json::Val
 #[test]
 fn regression_eval_train_and_predict() {
     let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
-    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let (train, test) = regression_train_test(dir.path());
     let v = eval_regression(&train, &test, &[]);
     for key in [
         "rmse",
@@ -339,8 +346,7 @@ fn regression_bad_input() {
 #[test]
 fn regression_interval_calibration() {
     let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
-    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let (train, test) = regression_train_test(dir.path());
     let plain = eval_regression(&train, &test, &[]);
     assert!(plain["calibration_pits"].is_null());
     let probs = plain["interval_probabilities_90"]
@@ -431,8 +437,7 @@ fn regression_interval_calibration() {
 #[test]
 fn regression_feature_weights() {
     let dir = tempfile::tempdir().unwrap();
-    let train = write(dir.path(), "train.csv", &regression_csv(300, 0.0));
-    let test = write(dir.path(), "test.csv", &regression_csv(100, 0.013));
+    let (train, test) = regression_train_test(dir.path());
     let eval = |weights: &str| eval_regression(&train, &test, &["--feature-weights", weights]);
     assert_eq!(
         eval("uniform")["feature_weights"],

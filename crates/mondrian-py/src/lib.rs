@@ -234,6 +234,22 @@ fn targets(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
     Ok(y.as_array().iter().copied().collect())
 }
 
+impl RegressorCore {
+    /// Each row's PIT, the forest mixture's CDF at its target.
+    fn pits<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: &PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Vec<f64>> {
+        let y = targets(y)?;
+        let model = &self.inner;
+        with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
+        })
+    }
+}
+
 #[pymethods]
 impl RegressorCore {
     /// Builds an unfitted forest. `mode` is "exact", "quadrature" or "fast"; `noise` is
@@ -386,12 +402,7 @@ impl RegressorCore {
         x: &Bound<'py, PyAny>,
         y: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let y = targets(&y)?;
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
-        })?;
-        Ok(out.into_pyarray(py))
+        Ok(self.pits(py, x, &y)?.into_pyarray(py))
     }
 
     /// Recalibrates the intervals from held-out rows (their PITs under this forest).
@@ -401,13 +412,7 @@ impl RegressorCore {
         x: &Bound<'py, PyAny>,
         y: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<()> {
-        let y = targets(&y)?;
-        let pits = {
-            let model = &self.inner;
-            with_features(x, &self.last_input_address, |f, _, d| {
-                each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
-            })?
-        };
+        let pits = self.pits(py, x, &y)?;
         self.inner.set_calibration(Some(pits)).map_err(py_err)
     }
 

@@ -705,13 +705,8 @@ impl MondrianForestRegressor {
     pub fn cdf<T: FeatureValue>(&self, x: &[T], n_features: usize, y: &[f64]) -> Result<Vec<f64>> {
         let n_rows = x.len() / n_features.max(1);
         Self::check_targets(y, n_rows)?;
-        let pooled = self.per_row(
-            x,
-            n_features,
-            Vec::new,
-            |all: &mut Vec<Component>, comps| all.extend_from_slice(comps),
-        )?;
-        Ok(pooled
+        Ok(self
+            .pooled_components(x, n_features)?
             .iter()
             .zip(y)
             .map(|(comps, &v)| mixture_cdf(comps, v).clamp(0.0, 1.0))
@@ -729,16 +724,25 @@ impl MondrianForestRegressor {
         level: f64,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
         let (lo, hi) = self.interval_probabilities(level)?;
-        let pooled = self.per_row(
+        Ok(self
+            .pooled_components(x, n_features)?
+            .iter()
+            .map(|c| (mixture_quantile(c, lo), mixture_quantile(c, hi)))
+            .unzip())
+    }
+
+    /// Every tree's predictive components at each row, pooled: the forest's mixture.
+    fn pooled_components<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<Vec<Vec<Component>>> {
+        self.per_row(
             x,
             n_features,
             Vec::new,
             |all: &mut Vec<Component>, comps| all.extend_from_slice(comps),
-        )?;
-        Ok(pooled
-            .iter()
-            .map(|c| (mixture_quantile(c, lo), mixture_quantile(c, hi)))
-            .unzip())
+        )
     }
 
     /// Size and depth statistics.
