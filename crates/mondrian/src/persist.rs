@@ -12,7 +12,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (4: the point store keeps the
+/// Version of the on-disk format written by this build (5: the regressor keeps the PITs that
+/// recalibrate its intervals; 4: the point store keeps the
 /// cross-validated choice of the relevance power; 3: scalers carry feature weights;
 /// 2: the classifier keeps its points in the shared point store; files of earlier versions
 /// are refused with a clear error).

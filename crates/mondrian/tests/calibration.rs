@@ -195,3 +195,27 @@ fn bad_calibrations_are_refused() {
     assert!(f.interval_probabilities(1.0).is_err());
     assert!(Calibration::parse("cv").is_ok() && Calibration::parse("yes").is_err());
 }
+
+/// Learnt feature weights fit a pilot forest (and, for `relevance:cv`, one per fold) that
+/// needs no intervals: with 12 rows a pilot sees 9 or 10, fewer than a calibration needs, so
+/// a pilot that inherited `Calibration::Cv` would refuse a valid fit.
+#[test]
+fn learnt_weights_and_cv_calibration_fit_the_smallest_data() {
+    let (x, y) = smooth(12, 21);
+    for weights in [
+        mondrian::FeatureWeights::Relevance { power: 1.0 },
+        mondrian::FeatureWeights::RelevanceCv,
+    ] {
+        let mut f = MondrianForestRegressor::new(RegressorParams {
+            n_trees: 5,
+            min_samples_split: 2,
+            feature_weights: weights.clone(),
+            calibration: Calibration::Cv,
+            ..Default::default()
+        })
+        .unwrap();
+        f.fit(&x, 2, &y)
+            .unwrap_or_else(|e| panic!("{weights:?}: {e}"));
+        assert_eq!(f.calibration().map(<[f64]>::len), Some(12), "{weights:?}");
+    }
+}

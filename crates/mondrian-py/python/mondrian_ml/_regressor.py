@@ -71,7 +71,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         without it; about 5 fits' extra work). The forest's own predictive tends to be too
         wide, its 90 % intervals covering 95–99 % on real data; the recalibrated interval
         runs between the mixture's quantiles at the PITs' order statistics instead. Mean,
-        std and density are unchanged. ``calibrate`` recalibrates from held-out rows.
+        std and density are unchanged. A first ``learn_one`` (one point) is refused with
+        ``"cv"``; compute the PITs of a sample instead (or use ``calibrate`` on held-out
+        rows). ``calibrate`` recalibrates from held-out rows.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None

@@ -56,9 +56,12 @@ pub struct RegressorParams {
 /// the mixture's shape and corrects its probabilities: with `u_1 ≤ … ≤ u_n` the values
 /// `F(y_i | x_i)` of the predictive CDF at held-out rows (probability integral transforms,
 /// PITs), the central interval at level `α` runs between the mixture's quantiles at
-/// `u_(⌊a(n+1)⌋)` and `u_(⌈(1−a)(n+1)⌉)`, `a = (1 − α)/2` (0 and 1 beyond the sample). If
-/// the PITs are exchangeable with the new row's, each side misses with probability at most
-/// `a`. The density ([`log_density`](MondrianForestRegressor::log_density)), mean and
+/// `u_(⌊a(n+1)⌋)` and `u_(⌈(1−a)(n+1)⌉)`, `a = (1 − α)/2` (0 and 1 beyond the sample; the
+/// mixture's quantile at 0 or 1 is returned as a finite far end, about 12 sd below or 8 sd
+/// above the outermost component). If the PITs are exchangeable with the new row's (held-out
+/// rows under this forest, [`MondrianForestRegressor::calibrate`]), each side misses with
+/// probability at most `a`; cross-validated PITs come from forests fitted on 4/5 of the rows,
+/// so there the bound is approximate (usually conservative). The density ([`log_density`](MondrianForestRegressor::log_density)), mean and
 /// variance are the model's and do not change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Calibration {
@@ -232,9 +235,11 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
 
 super::relevance_methods!(MondrianForestRegressor, RegressorParams, f64, |p| {
     RegressorParams {
-        // The pilot only needs its trees: the fast mode skips the messages.
+        // The pilot only needs its trees: the fast mode skips the messages,
+        // and no intervals, so no calibration.
         mode: PredictionMode::Fast,
         hyper: HyperSettings::default(),
+        calibration: Calibration::None,
         ..p
     }
 });
@@ -440,10 +445,12 @@ impl MondrianForestRegressor {
         Ok(pits)
     }
 
-    /// The PITs [`Calibration::Cv`] would compute on these rows (5-fold cross-validation
-    /// with forests of this forest's parameters; learnt feature weights are learnt again in
-    /// each fold), sorted, without training this forest. A stream can compute them from a
-    /// sample and hand them to [`set_calibration`](Self::set_calibration).
+    /// Sorted PITs of these rows by 5-fold cross-validation with forests of this forest's
+    /// parameters, without training this forest. A stream can compute them from a sample
+    /// and hand them to [`set_calibration`](Self::set_calibration). They equal what
+    /// [`Calibration::Cv`] computes when the feature weights are uniform or given; learnt
+    /// weights are learnt again in each fold here, so to reproduce a batch fit pass the
+    /// weights it fixes (from `learn_feature_weights`) as [`FeatureWeights::Given`].
     pub fn cross_validated_pits<T: FeatureValue>(
         &self,
         x: &[T],
