@@ -411,15 +411,21 @@ fn train_forest(
     Ok((forest, secs, choice))
 }
 
+/// `--calibration` only means something for a regression forest.
+fn refuse_calibration(args: &ForestArgs) -> Result<(), CliError> {
+    match args.calibration {
+        Some(_) => Err(CliError::Usage(
+            "--calibration recalibrates regression intervals; add --task regression".into(),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn run_train(train: &Path, model: &Path, args: &ForestArgs) -> Result<(), CliError> {
     if args.task == Task::Regression {
         return regression::run_train(train, model, args);
     }
-    if args.calibration.is_some() {
-        return Err(CliError::Usage(
-            "--calibration recalibrates regression intervals; add --task regression".into(),
-        ));
-    }
+    refuse_calibration(args)?;
     let (data, values) = read_labelled(train, None, None)?;
     let (forest, secs, _) = train_forest(args, &data, values.len())?;
     let saved = SavedClassifier {
@@ -564,11 +570,7 @@ fn run_eval(train: &Path, test: &Path, args: &ForestArgs, json: bool) -> Result<
     if args.task == Task::Regression {
         return regression::run_eval(train, test, args, json);
     }
-    if args.calibration.is_some() {
-        return Err(CliError::Usage(
-            "--calibration recalibrates regression intervals; add --task regression".into(),
-        ));
-    }
+    refuse_calibration(args)?;
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;
@@ -801,6 +803,13 @@ fn run_curve(
     args: &ForestArgs,
     json: bool,
 ) -> Result<(), CliError> {
+    if args.task == Task::Regression {
+        return Err(CliError::Usage(
+            "curve reports classification accuracy; for regression use eval --task regression"
+                .into(),
+        ));
+    }
+    refuse_calibration(args)?;
     let (train_set, values) = read_labelled(train, None, None)?;
     let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
     check_width(&train_set, &test_set, test)?;

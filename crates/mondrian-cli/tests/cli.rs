@@ -432,6 +432,22 @@ fn regression_interval_calibration() {
             .arg(&train),
         "--task regression",
     );
+    // `curve` is the classification protocol: neither option is silently ignored there.
+    for (extra, needle) in [
+        (["--calibration", "cv"], "--task regression"),
+        (["--task", "regression"], "eval --task regression"),
+    ] {
+        fails_with(
+            mondrian()
+                .arg("curve")
+                .args(extra)
+                .arg("--train")
+                .arg(&train)
+                .arg("--test")
+                .arg(&test),
+            needle,
+        );
+    }
 }
 
 #[test]
