@@ -219,3 +219,43 @@ fn learnt_weights_and_cv_calibration_fit_the_smallest_data() {
         assert_eq!(f.calibration().map(<[f64]>::len), Some(12), "{weights:?}");
     }
 }
+
+/// A saved model whose PITs were edited (checksum recomputed, so only the decode check can
+/// catch it) is refused: a value outside [0, 1], or the values out of order.
+#[test]
+fn edited_calibration_pits_are_refused_on_load() {
+    let (x, y) = smooth(60, 23);
+    let mut f = forest(Calibration::None, 1);
+    f.fit(&x, 2, &y).unwrap();
+    f.set_calibration(Some(vec![0.125, 0.375, 0.625])).unwrap();
+    let bytes = f.to_bytes().unwrap();
+    assert!(MondrianForestRegressor::from_bytes(&bytes).is_ok());
+    // Header: magic (8), version (4), kind length (1) and kind, payload length (8), CRC (4).
+    let start = 8 + 4 + 1 + bytes[12] as usize + 8 + 4;
+    let edit = |from: &[f64], to: &[f64]| {
+        let mut b = bytes.clone();
+        let old: Vec<u8> = from.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let new: Vec<u8> = to.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let at = (start..=b.len() - old.len())
+            .find(|&i| b[i..i + old.len()] == old[..])
+            .expect("the PITs are in the payload");
+        b[at..at + new.len()].copy_from_slice(&new);
+        let crc = crc32fast::hash(&b[start..]);
+        b[start - 4..start].copy_from_slice(&crc.to_le_bytes());
+        b
+    };
+    let pits = [0.125, 0.375, 0.625];
+    for forged in [
+        [0.125, 0.375, 1.5],
+        [0.625, 0.375, 0.125],
+        [0.125, f64::NAN, 0.625],
+    ] {
+        match MondrianForestRegressor::from_bytes(&edit(&pits, &forged)) {
+            Err(MondrianError::CorruptModel(m)) => assert!(m.contains("PITs"), "{m}"),
+            other => panic!("{forged:?}: {:?}", other.map(|_| "loaded")),
+        }
+    }
+    // The same edit keeping valid values loads, so the refusals above are the check's.
+    let ok = MondrianForestRegressor::from_bytes(&edit(&pits, &[0.25, 0.5, 0.75])).unwrap();
+    assert_eq!(ok.calibration(), Some(&[0.25, 0.5, 0.75][..]));
+}
