@@ -508,15 +508,16 @@ impl MondrianForestRegressor {
             None => (a, 1.0 - a),
             Some(u) => {
                 let n = u.len();
-                let rank = |r: f64, beyond: f64| match r as usize {
+                // u_(k), with u_(0) = 0 and u_(k) = 1 beyond the sample.
+                let rank = |r: f64| match r as usize {
                     0 => 0.0,
-                    k if k > n => beyond,
+                    k if k > n => 1.0,
                     k => u[k - 1],
                 };
                 // Ranks are integers; the slack keeps a level such as 0.8 from losing one
                 // to rounding ((1 − 0.8)/2 · 10 = 0.99999…).
-                let lo = rank((a * (n + 1) as f64 + 1e-9).floor(), 1.0);
-                let hi = rank(((1.0 - a) * (n + 1) as f64 - 1e-9).ceil(), 1.0);
+                let lo = rank((a * (n + 1) as f64 + 1e-9).floor());
+                let hi = rank(((1.0 - a) * (n + 1) as f64 - 1e-9).ceil());
                 (lo, hi)
             }
         })
