@@ -72,8 +72,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         wide, its 90 % intervals covering 95–99 % on real data; the recalibrated interval
         runs between the mixture's quantiles at the PITs' order statistics instead. Mean,
         std and density are unchanged. A first ``learn_one`` (one point) is refused with
-        ``"cv"``; compute the PITs of a sample instead (or use ``calibrate`` on held-out
-        rows). ``calibrate`` recalibrates from held-out rows.
+        ``"cv"``; on a stream, ``calibrate`` on held-out rows instead.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -236,8 +235,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
 
         ``kind="mixture"``: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the
         forest's full predictive mixture, or with a calibration (``calibration="cv"``,
-        ``calibrate``) its quantiles at the PITs' order statistics. ``kind="gaussian"``: mean ± z·std, the Gaussian
-        moment match of that mixture (as the thesis' calibration table uses).
+        ``calibrate``) its quantiles at the PITs' order statistics. ``kind="gaussian"``:
+        mean ± z·std, the Gaussian moment match of that mixture (as the thesis' calibration
+        table uses).
         """
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1), got {level!r}")
