@@ -163,6 +163,47 @@ fn helpers_accept_true_and_reject_false_hypotheses() {
 // §8.4 item 1: root split time
 // ---------------------------------------------------------------------------------------
 
+/// The split dimension of a wide box is drawn with probability side_d / L (spec §2.1)
+/// across groups of four sides, zero sides anywhere (whole zero groups too) and a
+/// remainder past the last group, and L is the sum of the sides.
+#[test]
+fn split_dimension_of_a_wide_box_is_proportional_to_its_sides() {
+    use mondrian::process::{linear_dimension, sample_side};
+    let sides = [
+        0.0, 0.5, 0.0, 0.0, 1.0, 2.0, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.1, 0.0, 0.7, 0.0, 1.3,
+        0.0,
+    ];
+    let lower: Vec<Feature> = (0..sides.len()).map(|d| 0.1 * d as Feature - 0.5).collect();
+    let upper: Vec<Feature> = lower
+        .iter()
+        .zip(&sides)
+        .map(|(&l, &s)| l + s as Feature)
+        .collect();
+    let exact: Vec<f64> = lower
+        .iter()
+        .zip(&upper)
+        .map(|(&l, &u)| f64::from(u) - f64::from(l))
+        .collect();
+    let total: f64 = exact.iter().sum();
+    let l = linear_dimension(&lower, &upper);
+    assert!((l - total).abs() <= 1e-12 * total, "{l} vs {total}");
+    let mut r = rng(77);
+    let mut counts = vec![0u64; sides.len()];
+    for _ in 0..200_000 {
+        counts[sample_side(&mut r, &lower, &upper, l)] += 1;
+    }
+    let positive: Vec<usize> = (0..sides.len()).filter(|&d| exact[d] > 0.0).collect();
+    for d in 0..sides.len() {
+        if exact[d] == 0.0 {
+            assert_eq!(counts[d], 0, "side {d} has length 0 but was drawn");
+        }
+    }
+    let observed: Vec<u64> = positive.iter().map(|&d| counts[d]).collect();
+    let probs: Vec<f64> = positive.iter().map(|&d| exact[d] / total).collect();
+    let test = chi2_gof(&observed, &probs);
+    assert!(test.p > ALPHA, "p = {}, counts {counts:?}", test.p);
+}
+
 /// Spec §8.4 item 1 (λ = ∞): τ_root ~ Exp(L), L = Σ_d range_d of the data's bounding box.
 /// Derivation: `SampleMondrianBlock` on the root draws E ~ Exp(L) with τ_parent = 0 (§2.2);
 /// by online = batch (§2.6) the same holds for online trees, where the root is whichever

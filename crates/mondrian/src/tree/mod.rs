@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::process::sample_exponential;
 use crate::process::{
-    grow_box, linear_dimension, sample_extension_cut, sample_proportional,
-    sample_set_extension_cut, sample_uniform_half_open, set_extension_rate, split_time, Feature,
+    grow_box, linear_dimension, sample_extension_cut, sample_set_extension_cut, sample_side,
+    sample_uniform_half_open, set_extension_rate, split_time, Feature,
 };
 
 /// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory, never
@@ -568,11 +568,7 @@ impl MondrianTree {
                 continue;
             }
             let (lower, upper) = (self.lower(j), self.upper(j));
-            let ranges = lower
-                .iter()
-                .zip(upper)
-                .map(|(&l, &u)| f64::from(u) - f64::from(l));
-            let dim = sample_proportional(rng, ranges, extent);
+            let dim = sample_side(rng, lower, upper, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
             self.nodes[ju].tau = t;
             self.nodes[ju].split_dim = dim as u32;
