@@ -381,7 +381,28 @@ impl MondrianTree {
         order
     }
 
+    /// A new node with an all-zero box, to be set by the caller.
     fn new_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
+        self.bounds
+            .extend(std::iter::repeat_n(0.0, 2 * self.n_features));
+        self.push_node(parent, stats)
+    }
+
+    /// A new node with the box `bounds` (lower then upper): the arena's fresh memory is
+    /// written once instead of zeroed first.
+    fn new_node_with_box<S: NodeStatistics>(
+        &mut self,
+        parent: u32,
+        bounds: &[Feature],
+        stats: &mut S,
+    ) -> u32 {
+        debug_assert_eq!(bounds.len(), 2 * self.n_features);
+        self.bounds.extend_from_slice(bounds);
+        self.push_node(parent, stats)
+    }
+
+    /// The node record, point list and statistics of a node whose box was just appended.
+    fn push_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
         let id = self.nodes.len() as u32;
         self.nodes.push(Node {
             tau: self.lifetime,
@@ -392,8 +413,6 @@ impl MondrianTree {
             split_loc: 0.0,
             paused: false,
         });
-        self.bounds
-            .extend(std::iter::repeat_n(0.0, 2 * self.n_features));
         self.points.push(Vec::new());
         stats.resize(self.nodes.len());
         id
@@ -552,6 +571,7 @@ impl MondrianTree {
         let mut indices = points;
         self.fit_box(node, &indices, data);
         let mut stack = vec![(node, 0usize, indices.len(), tau_parent)];
+        let mut child_boxes = vec![0.0; 4 * self.n_features];
         while let Some((j, start, end, tp)) = stack.pop() {
             let ju = j as usize;
             self.nodes[ju].left = NO_NODE;
@@ -574,11 +594,12 @@ impl MondrianTree {
             self.nodes[ju].split_dim = dim as u32;
             self.nodes[ju].split_loc = loc;
             self.nodes[ju].paused = false;
-            let l = self.new_node(j, stats);
-            let r = self.new_node(j, stats);
+            let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
+            let (left_box, right_box) = child_boxes.split_at(2 * self.n_features);
+            let l = self.new_node_with_box(j, left_box, stats);
+            let r = self.new_node_with_box(j, right_box, stats);
             self.nodes[ju].left = l;
             self.nodes[ju].right = r;
-            let n_left = self.partition_into_children(set, dim, loc, l, r, data);
             stack.push((r, start + n_left, end, t));
             stack.push((l, start, start + n_left, t));
         }
@@ -590,43 +611,6 @@ impl MondrianTree {
                 None => stats.set_leaf(j, &self.points[j as usize], data.targets),
             }
         }
-    }
-
-    /// Moves the points with `x[dim] ≤ loc` to the front of `set` and sets the boxes of
-    /// `left` and `right` to the bounding boxes of the two parts; returns the left count.
-    fn partition_into_children<T: Copy>(
-        &mut self,
-        set: &mut [u32],
-        dim: usize,
-        loc: Feature,
-        left: u32,
-        right: u32,
-        data: &TrainingPoints<T>,
-    ) -> usize {
-        let d = self.n_features;
-        let (l_off, r_off) = (2 * d * left as usize, 2 * d * right as usize);
-        let mut seen = [false, false];
-        let mut n_left = 0;
-        for k in 0..set.len() {
-            let i = set[k];
-            let row = data.row(i);
-            let (side, off) = if row[dim] <= loc {
-                set.swap(n_left, k);
-                n_left += 1;
-                (0, l_off)
-            } else {
-                (1, r_off)
-            };
-            let (lower, upper) = self.bounds[off..off + 2 * d].split_at_mut(d);
-            if seen[side] {
-                grow_box(lower, upper, row);
-            } else {
-                lower.copy_from_slice(row);
-                upper.copy_from_slice(row);
-                seen[side] = true;
-            }
-        }
-        n_left
     }
 
     fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
@@ -1094,4 +1078,40 @@ impl MondrianTree {
         }
         Ok(())
     }
+}
+
+/// Moves the points with `x[dim] ≤ loc` to the front of `set` and writes the bounding boxes
+/// of the two parts to `boxes` (left lower, left upper, right lower, right upper, D each);
+/// returns the left count. Both parts must be non-empty.
+fn partition_into_boxes<T: Copy>(
+    set: &mut [u32],
+    dim: usize,
+    loc: Feature,
+    boxes: &mut [Feature],
+    data: &TrainingPoints<T>,
+) -> usize {
+    let d = data.n_features;
+    let mut seen = [false, false];
+    let mut n_left = 0;
+    for k in 0..set.len() {
+        let i = set[k];
+        let row = data.row(i);
+        let (side, off) = if row[dim] <= loc {
+            set.swap(n_left, k);
+            n_left += 1;
+            (0, 0)
+        } else {
+            (1, 2 * d)
+        };
+        let (lower, upper) = boxes[off..off + 2 * d].split_at_mut(d);
+        if seen[side] {
+            grow_box(lower, upper, row);
+        } else {
+            lower.copy_from_slice(row);
+            upper.copy_from_slice(row);
+            seen[side] = true;
+        }
+    }
+    debug_assert!(seen[0] && seen[1], "a split left a side empty");
+    n_left
 }
