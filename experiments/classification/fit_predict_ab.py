@@ -27,6 +27,12 @@ def path(name, part):
     return p if p.exists() else DATA / f"{name}_{part}.csv.gz"
 
 
+def commit():
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
@@ -37,6 +43,7 @@ def main():
              "medians over the repetitions; 100 trees; MF times are the CLI's own fit / predict "
              "timers (`eval --threads 1 --json`), ERT-1 is `ExtraTreesClassifier(100, max_features=1, "
              "n_jobs=1)` timed around `fit` and `predict_proba`.", "",
+             f"Run {time.strftime('%Y-%m-%d')} at commit {commit()}.", "",
              "| data | MF fit s | ERT-1 fit s | fit ratio | MF predict_proba s | ERT-1 predict_proba s | predict ratio |",
              "|---|---|---|---|---|---|---|"]
     for name in args.datasets.split(","):
