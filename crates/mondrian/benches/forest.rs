@@ -53,6 +53,23 @@ pub fn ranges_of(t: &Table) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The data files named on the command line (flags skipped), or the shipped `defaults`.
+pub fn paths_from_args(defaults: &[&str]) -> Vec<std::path::PathBuf> {
+    let given: Vec<std::path::PathBuf> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(std::path::PathBuf::from)
+        .collect();
+    if given.is_empty() {
+        defaults
+            .iter()
+            .map(|name| datasets_dir().join(name))
+            .collect()
+    } else {
+        given
+    }
+}
+
 fn datasets_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
 }

@@ -14,7 +14,6 @@
 //! Run: `cargo bench -p mondrian --bench prediction_anatomy -- TRAIN TEST [TRAIN TEST ...]`
 //! (CSV with a header and the label last, `.gz` too; default: the shipped satimage pair).
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mondrian::tree::{MondrianTree, PathStep, LOCKSTEP};
@@ -52,18 +51,7 @@ fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let mut paths: Vec<PathBuf> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .map(PathBuf::from)
-        .collect();
-    if paths.is_empty() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
-        paths = vec![
-            dir.join("satimage_train.csv.gz"),
-            dir.join("satimage_test.csv.gz"),
-        ];
-    }
+    let paths = forest_bench::paths_from_args(&["satimage_train.csv.gz", "satimage_test.csv.gz"]);
     println!(
         "{:<24} {:>4} {:>10} {:>8} {:>8} {:>6} {:>10} {:>12} {:>14}",
         "data",

@@ -16,7 +16,6 @@
 //! shipped satimage training set).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use mondrian::{ClassifierParams, MondrianForestClassifier, Rows, Scaling};
@@ -66,16 +65,7 @@ fn miss_latency_ns() -> f64 {
 }
 
 fn main() {
-    let mut paths: Vec<PathBuf> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .map(PathBuf::from)
-        .collect();
-    if paths.is_empty() {
-        paths.push(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/satimage_train.csv.gz"),
-        );
-    }
+    let paths = forest_bench::paths_from_args(&["satimage_train.csv.gz"]);
     let bandwidth = streaming_bandwidth();
     let latency = miss_latency_ns();
     println!(
