@@ -14,8 +14,8 @@ pub type Feature = f32;
 /// Linear dimension `L = Σ_d (u_d − ℓ_d)` of the box `[lower, upper]` (§1.2).
 ///
 /// Summed in four lanes (lane k takes the sides `d ≡ k mod 4`, then the lanes are added
-/// pairwise), the order [`sample_side`] uses: a single running sum is a chain of dependent
-/// additions, which on wide data made this and the dimension draw a fifth of a batch fit.
+/// pairwise): a single running sum is a chain of dependent additions, which on wide data
+/// made this and the dimension draw ([`sample_side`]) a fifth of a batch fit.
 #[inline]
 pub fn linear_dimension(lower: &[Feature], upper: &[Feature]) -> f64 {
     let n = lower.len().min(upper.len());
@@ -66,22 +66,9 @@ pub fn sample_side<R: Rng + ?Sized>(
 ) -> usize {
     let target = rng.gen::<f64>() * total;
     let n = lower.len().min(upper.len());
+    let sides = |from: usize, to: usize| (from..to).map(move |k| (k, side(lower, upper, k)));
     let mut cumulative = 0.0;
     let mut last_positive = 0;
-    // Walks sides `from..to` after `before`; `Ok(d)` once the target falls in side d.
-    let walk = |from: usize, to: usize, mut before: f64, last: &mut usize| {
-        for d in from..to {
-            let w = side(lower, upper, d);
-            if w > 0.0 {
-                before += w;
-                *last = d;
-                if target < before {
-                    return Ok(d);
-                }
-            }
-        }
-        Err(before)
-    };
     let mut d = 0;
     while d + 4 <= n {
         let s = sides4(lower, upper, d);
@@ -90,18 +77,38 @@ pub fn sample_side<R: Rng + ?Sized>(
             if target < cumulative + group {
                 // Rounding may leave the side-by-side sum short of the group's: the last
                 // positive side of the group then takes the target.
-                return walk(d, d + 4, cumulative, &mut last_positive).unwrap_or(last_positive);
+                return walk_to(target, cumulative, sides(d, d + 4), &mut last_positive)
+                    .unwrap_or(last_positive);
             }
             cumulative += group;
             last_positive = d + s.iter().rposition(|&w| w > 0.0).unwrap_or(0);
         }
         d += 4;
     }
-    match walk(d, n, cumulative, &mut last_positive) {
-        Ok(d) => d,
-        // Rounding left the target past the sum: the last positive side wins.
-        Err(_) => last_positive,
+    // Rounding may leave the target past the sum: the last positive side wins.
+    walk_to(target, cumulative, sides(d, n), &mut last_positive).unwrap_or(last_positive)
+}
+
+/// Adds the positive weights to `before` in order until the sum passes `target`, and
+/// returns the index of the weight that did; `None` if none did. `last_positive` is left
+/// at the last positive weight seen.
+#[inline]
+fn walk_to(
+    target: f64,
+    mut before: f64,
+    weights: impl Iterator<Item = (usize, f64)>,
+    last_positive: &mut usize,
+) -> Option<usize> {
+    for (d, w) in weights {
+        if w > 0.0 {
+            before += w;
+            *last_positive = d;
+            if target < before {
+                return Some(d);
+            }
+        }
     }
+    None
 }
 
 /// Draws `E ~ Exp(rate)`. Rate 0 gives `+∞` without consuming a draw (§2.1).
@@ -130,19 +137,9 @@ pub fn sample_proportional<R: Rng + ?Sized>(
     total: f64,
 ) -> usize {
     let target = rng.gen::<f64>() * total;
-    let mut cumulative = 0.0;
     let mut last_positive = 0;
-    for (d, w) in weights.enumerate() {
-        if w > 0.0 {
-            cumulative += w;
-            last_positive = d;
-            if target < cumulative {
-                return d;
-            }
-        }
-    }
-    // Rounding left the target past the cumulative sum: the last positive weight wins.
-    last_positive
+    // Rounding may leave the target past the cumulative sum: the last positive weight wins.
+    walk_to(target, 0.0, weights.enumerate(), &mut last_positive).unwrap_or(last_positive)
 }
 
 /// Draws `ξ ~ Uniform[a, b)` for `a < b`, rounded to [`Feature`] and kept inside `[a, b)`.
