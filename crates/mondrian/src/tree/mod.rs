@@ -1080,6 +1080,9 @@ impl MondrianTree {
     }
 }
 
+/// How many rows ahead [`partition_into_boxes`] prefetches.
+const PARTITION_AHEAD: usize = 4;
+
 /// Moves the points with `x[dim] ≤ loc` to the front of `set` and writes the bounding boxes
 /// of the two parts to `boxes` (left lower, left upper, right lower, right upper, D each);
 /// returns the left count. Both parts must be non-empty.
@@ -1091,27 +1094,36 @@ fn partition_into_boxes<T: Copy>(
     data: &TrainingPoints<T>,
 ) -> usize {
     let d = data.n_features;
-    let mut seen = [false, false];
+    let row_lines = (d * std::mem::size_of::<Feature>()).div_ceil(64);
+    // Empty boxes: the first point of each side sets them (features are finite).
+    for side in boxes[..4 * d].chunks_exact_mut(2 * d) {
+        let (lower, upper) = side.split_at_mut(d);
+        lower.fill(Feature::INFINITY);
+        upper.fill(Feature::NEG_INFINITY);
+    }
     let mut n_left = 0;
     for k in 0..set.len() {
+        // Rows are visited in the order of the partitioned ids, all over memory: ask for a
+        // row a few steps before it is read (swaps below only touch positions up to k).
+        if let Some(&ahead) = set.get(k + PARTITION_AHEAD) {
+            prefetch_lines(data.row(ahead).as_ptr() as *const u8, row_lines);
+        }
         let i = set[k];
         let row = data.row(i);
-        let (side, off) = if row[dim] <= loc {
-            set.swap(n_left, k);
-            n_left += 1;
-            (0, 0)
-        } else {
-            (1, 2 * d)
-        };
+        // Branch-free: which side a point falls on is a coin flip the predictor cannot
+        // learn, so the swap and the choice of box are selects rather than jumps.
+        let left = row[dim] <= loc;
+        let other = set[n_left];
+        set[n_left] = if left { i } else { other };
+        set[k] = if left { other } else { i };
+        n_left += usize::from(left);
+        let off = if left { 0 } else { 2 * d };
         let (lower, upper) = boxes[off..off + 2 * d].split_at_mut(d);
-        if seen[side] {
-            grow_box(lower, upper, row);
-        } else {
-            lower.copy_from_slice(row);
-            upper.copy_from_slice(row);
-            seen[side] = true;
-        }
+        grow_box(lower, upper, row);
     }
-    debug_assert!(seen[0] && seen[1], "a split left a side empty");
+    debug_assert!(
+        n_left > 0 && n_left < set.len(),
+        "a split left a side empty"
+    );
     n_left
 }
