@@ -27,12 +27,12 @@ const TREES: usize = 100;
 const REPS: usize = 5;
 
 /// Features in which `node`'s box differs from its parent's (all of them at the root).
-fn differing(tree: &MondrianTree, node: u32) -> usize {
+fn differing(tree: &MondrianTree, node: u32, features: &[f32]) -> usize {
     match tree.parent(node) {
         None => tree.n_features(),
         Some(p) => {
-            let (l, u) = (tree.lower(node), tree.upper(node));
-            let (pl, pu) = (tree.lower(p), tree.upper(p));
+            let (l, u) = tree.data_box(node, features);
+            let (pl, pu) = tree.data_box(p, features);
             (0..l.len())
                 .filter(|&d| l[d] != pl[d] || u[d] != pu[d])
                 .count()
@@ -85,13 +85,14 @@ fn main() {
             .transform_into(&Rows::new(&test.x, d).expect("rows"), &mut scaled)
             .expect("scale");
         let n_rows = test.y.len();
+        let features = forest.training_points().features;
         // As `predict_proba` walks: tree by tree, LOCKSTEP rows at a time into one buffer.
         let mut group: Vec<Vec<PathStep>> = vec![Vec::new(); LOCKSTEP];
         let walk = best_of(REPS, || {
             for t in 0..TREES {
                 let (tree, _) = forest.tree(t).expect("tree");
                 for rows in scaled.chunks(LOCKSTEP * d) {
-                    tree.path_steps_many(rows, &mut group);
+                    tree.path_steps_many(rows, features, &mut group);
                 }
             }
         });
@@ -100,7 +101,7 @@ fn main() {
         let (mut length, mut boxes, mut diff) = (0usize, 0usize, 0usize);
         for t in 0..TREES {
             let (tree, _) = forest.tree(t).expect("tree");
-            tree.path_steps_many(&scaled, &mut steps);
+            tree.path_steps_many(&scaled, features, &mut steps);
             for (row, s) in scaled.chunks_exact(d).zip(&steps) {
                 // path_steps stops where the mass runs out; route to the leaf for the length.
                 let mut route = vec![tree.root().expect("root")];
@@ -113,7 +114,7 @@ fn main() {
                 boxes += measured;
                 diff += route[route.len() - measured..]
                     .iter()
-                    .map(|&j| differing(tree, j))
+                    .map(|&j| differing(tree, j, features))
                     .sum::<usize>();
             }
         }

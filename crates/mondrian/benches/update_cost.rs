@@ -152,7 +152,7 @@ fn boxes_per_update(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) 
                 scaler.transform_into(&rows, &mut scaled).unwrap();
                 let mut t = 0;
                 while let Some((tree, _)) = forest.tree(t) {
-                    tree.path_steps(&scaled, &mut steps);
+                    tree.path_steps(&scaled, forest.training_points().features, &mut steps);
                     let outside = steps.iter().filter(|s| s.eta > 0.0).count();
                     boxes += outside + usize::from(steps.len() > outside);
                     updates += 1;

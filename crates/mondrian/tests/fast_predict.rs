@@ -60,10 +60,19 @@ fn fast_prediction_equals_direct_algorithm() {
                         let x: Vec<Feature> = (0..d).map(|_| rng.gen_range(-1.5f32..2.5)).collect();
                         let mut fast = vec![0.0; k];
                         let mut direct = vec![0.0; k];
-                        model.predict_tree(&tree, &counts, &x, 1.0, &mut scratch, &mut fast);
+                        model.predict_tree(
+                            &tree,
+                            &counts,
+                            data.features,
+                            &x,
+                            1.0,
+                            &mut scratch,
+                            &mut fast,
+                        );
                         model.predict_tree_direct(
                             &tree,
                             &counts,
+                            data.features,
                             &x,
                             1.0,
                             &mut scratch,

@@ -74,10 +74,11 @@ fn branch_mean(c: &[u32], d_bar: f64, parent: &[f64], variant: BranchCounts) -> 
     }
 }
 
-/// η_j(x): L1 distance from x to the node's box, in f64.
-fn eta(tree: &MondrianTree, j: u32, x: &[Feature]) -> f64 {
+/// η_j(x): L1 distance from x to the node's box, in f64 (`f`: the training features).
+fn eta(tree: &MondrianTree, f: &[Feature], j: u32, x: &[Feature]) -> f64 {
     let mut s = 0.0;
-    for ((&l, &u), &v) in tree.lower(j).iter().zip(tree.upper(j)).zip(x) {
+    let (lower, upper) = tree.data_box(j, f);
+    for ((&l, &u), &v) in lower.iter().zip(upper).zip(x) {
         let (l, u, v) = (f64::from(l), f64::from(u), f64::from(v));
         s += (l - v).max(0.0) + (v - u).max(0.0);
     }
@@ -88,6 +89,7 @@ fn eta(tree: &MondrianTree, j: u32, x: &[Feature]) -> f64 {
 fn reference_predict(
     tree: &MondrianTree,
     counts: &LabelCounts,
+    f: &[Feature],
     x: &[Feature],
     gamma: f64,
     variant: BranchCounts,
@@ -103,7 +105,7 @@ fn reference_predict(
     let mut tau_par = 0.0;
     loop {
         let delta = tree.split_time(j) - tau_par;
-        let e = eta(tree, j, x);
+        let e = eta(tree, f, j, x);
         let mut p_split = 0.0;
         if e > 0.0 && delta > 0.0 {
             p_split = if delta.is_infinite() {
@@ -159,6 +161,7 @@ fn leaf_mean(tree: &MondrianTree, counts: &LabelCounts, x: &[Feature], gamma: f6
 fn predict(
     tree: &MondrianTree,
     counts: &LabelCounts,
+    f: &[Feature],
     x: &[Feature],
     gamma: f64,
     variant: BranchCounts,
@@ -168,7 +171,15 @@ fn predict(
         gamma,
         branch_counts: variant,
     };
-    model.predict_tree(tree, counts, x, 1.0, &mut LabelScratch::default(), &mut out);
+    model.predict_tree(
+        tree,
+        counts,
+        f,
+        x,
+        1.0,
+        &mut LabelScratch::default(),
+        &mut out,
+    );
     out
 }
 
@@ -303,7 +314,7 @@ fn single_training_point_closed_form() {
                             assert_close(&want, &h, 1e-15, "λ = 0 or γ = 0 gives H");
                         }
                         for variant in [BranchCounts::Paper, BranchCounts::Reference] {
-                            let got = predict(&tree, &counts, x, gamma, variant);
+                            let got = predict(&tree, &counts, &data.x, x, gamma, variant);
                             assert_close(
                                 &got,
                                 &want,
@@ -356,20 +367,27 @@ fn duplicates_distinguish_paper_and_reference() {
                 // paper_y − reference_y = (2/3)(4/5)·d̄: the variants differ by O(d̄).
                 assert!((paper[2] - reference[2]).abs() > 0.5 * d_bar);
                 assert_close(
-                    &predict(tree, counts, &x, gamma, BranchCounts::Paper),
+                    &predict(tree, counts, &data.x, &x, gamma, BranchCounts::Paper),
                     &paper,
                     1e-12,
                     "Paper",
                 );
                 assert_close(
-                    &predict(tree, counts, &x, gamma, BranchCounts::Reference),
+                    &predict(tree, counts, &data.x, &x, gamma, BranchCounts::Reference),
                     &reference,
                     1e-12,
                     "Reference",
                 );
                 // Inside the (zero-size) box: Ḡ_leaf = c/C = e_y for both.
                 assert_close(
-                    &predict(tree, counts, &[0.25, 0.75], gamma, BranchCounts::Reference),
+                    &predict(
+                        tree,
+                        counts,
+                        &data.x,
+                        &[0.25, 0.75],
+                        gamma,
+                        BranchCounts::Reference,
+                    ),
                     &e_y,
                     0.0,
                     "inside",
@@ -459,7 +477,8 @@ fn exact_two_point_forest_limit() {
         let per_tree: Vec<Vec<f64>> = (0..m)
             .map(|t| {
                 let (tree, counts) = forest.tree(t).unwrap();
-                predict(tree, counts, &[x as Feature], 1.0, BranchCounts::Paper)
+                let f = forest.training_points().features;
+                predict(tree, counts, f, &[x as Feature], 1.0, BranchCounts::Paper)
             })
             .collect();
         for c in 0..3 {
@@ -501,6 +520,7 @@ fn exact_two_point_forest_limit() {
 fn sample_extension_mean(
     tree: &MondrianTree,
     counts: &LabelCounts,
+    f: &[Feature],
     x: &[Feature],
     gamma: f64,
     rng: &mut TestRng,
@@ -510,7 +530,7 @@ fn sample_extension_mean(
     let mut j = tree.root().unwrap();
     let mut tau_par = 0.0;
     loop {
-        let e = eta(tree, j, x);
+        let e = eta(tree, f, j, x);
         let wait = if e > 0.0 {
             -(1.0 - rng.gen::<f64>()).ln() / e
         } else {
@@ -588,10 +608,10 @@ fn monte_carlo_extensions_match_predict() {
         assert!(tree.leaves().iter().any(|&l| tree.leaf_points(l).len() > 1));
         let mut r = rng(4000 + li as u64);
         for x in &xs {
-            let want = predict(&tree, &counts, x, gamma, BranchCounts::Paper);
-            let reference = predict(&tree, &counts, x, gamma, BranchCounts::Reference);
+            let want = predict(&tree, &counts, &data.x, x, gamma, BranchCounts::Paper);
+            let reference = predict(&tree, &counts, &data.x, x, gamma, BranchCounts::Reference);
             let draws: Vec<Vec<f64>> = (0..r_samples)
-                .map(|_| sample_extension_mean(&tree, &counts, x, gamma, &mut r))
+                .map(|_| sample_extension_mean(&tree, &counts, &data.x, x, gamma, &mut r))
                 .collect();
             for c in 0..3 {
                 let values: Vec<f64> = draws.iter().map(|v| v[c]).collect();
@@ -669,8 +689,8 @@ fn predict_matches_reference_implementation() {
             let x = random_x(&mut r, data.d);
             for &gamma in &[0.0, 0.1, 1.0, 20.0, 1e3] {
                 for variant in [BranchCounts::Paper, BranchCounts::Reference] {
-                    let got = predict(&tree, &counts, &x, gamma, variant);
-                    let want = reference_predict(&tree, &counts, &x, gamma, variant);
+                    let got = predict(&tree, &counts, &data.x, &x, gamma, variant);
+                    let want = reference_predict(&tree, &counts, &data.x, &x, gamma, variant);
                     assert_close(
                         &got,
                         &want,
@@ -702,10 +722,10 @@ fn probabilities_are_normalised_nonnegative_and_positive_off_box() {
         for _ in 0..10 {
             let x = random_x(&mut r, data.d);
             let leaf = tree.leaf_of(&x);
-            let outside = eta(&tree, leaf, &x) > 0.0;
+            let outside = eta(&tree, &data.x, leaf, &x) > 0.0;
             for &gamma in &[0.0, 1e-3, 0.5, 1.0, 20.0, 1e3, 1e8, 1e12] {
                 for variant in [BranchCounts::Paper, BranchCounts::Reference] {
-                    let p = predict(&tree, &counts, &x, gamma, variant);
+                    let p = predict(&tree, &counts, &data.x, &x, gamma, variant);
                     let what =
                         format!("x = {x:?}, γ = {gamma}, λ = {lifetime}, {variant:?}: {p:?}");
                     assert!(p.iter().all(|v| v.is_finite() && *v >= 0.0), "{what}");
@@ -766,10 +786,10 @@ fn inside_leaf_box_prediction_is_leaf_mean() {
         let mut xs: Vec<Vec<Feature>> =
             (0..data.n() as u32).map(|i| data.row(i).to_vec()).collect();
         for leaf in tree.leaves() {
-            let centre: Vec<Feature> = tree
-                .lower(leaf)
+            let (lower, upper) = tree.data_box(leaf, &data.x);
+            let centre: Vec<Feature> = lower
                 .iter()
-                .zip(tree.upper(leaf))
+                .zip(upper)
                 .map(|(l, u)| (l + u) / 2.0)
                 .collect();
             assert_eq!(tree.leaf_of(&centre), leaf);
@@ -780,7 +800,7 @@ fn inside_leaf_box_prediction_is_leaf_mean() {
                 let want = leaf_mean(&tree, &counts, x, gamma);
                 for variant in [BranchCounts::Paper, BranchCounts::Reference] {
                     assert_close(
-                        &predict(&tree, &counts, x, gamma, variant),
+                        &predict(&tree, &counts, &data.x, x, gamma, variant),
                         &want,
                         1e-12,
                         "inside leaf box",
@@ -825,7 +845,7 @@ fn limits_gamma_zero_gamma_infinite_lifetime_zero() {
             loop {
                 let delta = tree.split_time(j) - tp;
                 min_delta = min_delta.min(delta);
-                let e = eta(&tree, j, &x);
+                let e = eta(&tree, &data.x, j, &x);
                 let ps = if e > 0.0 && delta > 0.0 {
                     if delta.is_infinite() {
                         1.0
@@ -866,7 +886,7 @@ fn limits_gamma_zero_gamma_infinite_lifetime_zero() {
                 g_par = g;
             }
             assert_close(
-                &predict(&tree, &counts, &x, 0.0, BranchCounts::Paper),
+                &predict(&tree, &counts, &data.x, &x, 0.0, BranchCounts::Paper),
                 &want,
                 1e-10,
                 "γ = 0",
@@ -889,7 +909,7 @@ fn limits_gamma_zero_gamma_infinite_lifetime_zero() {
                         }
                     }
                     assert_close(
-                        &predict(&tree, &counts, &x, 1e15, variant),
+                        &predict(&tree, &counts, &data.x, &x, 1e15, variant),
                         &want,
                         1e-5,
                         "γ → ∞",
@@ -911,7 +931,7 @@ fn limits_gamma_zero_gamma_infinite_lifetime_zero() {
                     .collect();
                 for variant in [BranchCounts::Paper, BranchCounts::Reference] {
                     assert_close(
-                        &predict(&tree0, &counts0, &x, gamma, variant),
+                        &predict(&tree0, &counts0, &data.x, &x, gamma, variant),
                         &want,
                         1e-12,
                         "λ = 0",
@@ -932,7 +952,7 @@ fn empty_tree_predicts_base_measure() {
     let tree = MondrianTree::new(2, INF, PAUSE_PURE);
     let counts = LabelCounts::new(4);
     assert_eq!(
-        predict(&tree, &counts, &[0.5, 0.5], 1.0, BranchCounts::Paper),
+        predict(&tree, &counts, &[], &[0.5, 0.5], 1.0, BranchCounts::Paper),
         vec![0.25; 4]
     );
     let forest = MondrianForestClassifier::new(ClassifierParams::default()).unwrap();

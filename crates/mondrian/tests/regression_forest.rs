@@ -697,7 +697,7 @@ fn variance_splits_into_within_and_between_trees() {
                     _ => model.upward(tree, stats),
                 };
                 let (mut steps, mut comps) = (Vec::new(), Vec::new());
-                tree.path_steps(&point, &mut steps);
+                tree.path_steps(&point, f.training_points().features, &mut steps);
                 model.tree_components(tree, stats, &msgs, &steps, &mut comps);
                 let (m, v) = mixture_moments(&comps);
                 means.push(m);

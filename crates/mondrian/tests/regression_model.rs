@@ -82,10 +82,11 @@ fn components(
     tree: &MondrianTree,
     stats: &TargetMoments,
     msgs: &[Upward],
+    features: &[Feature],
     x: &[Feature],
 ) -> Vec<Component> {
     let mut steps: Vec<PathStep> = Vec::new();
-    tree.path_steps(x, &mut steps);
+    tree.path_steps(x, features, &mut steps);
     let mut out = Vec::new();
     model.tree_components(tree, stats, msgs, &steps, &mut out);
     out
@@ -237,7 +238,7 @@ fn golden_predictions() {
             } else {
                 fast
             };
-            let comps = components(&model, &tree, &stats, &msgs, &[x]);
+            let comps = components(&model, &tree, &stats, &msgs, &GOLDEN_X, &[x]);
             let (e, v) = mixture_moments(&comps);
             let nlpd = -mixture_log_density(&comps, 0.0);
             // Boxes are stored as f32, so 0.2 is 0.2 + 3e-9: predictions whose η reads
@@ -266,7 +267,7 @@ fn golden_branch_weights_and_gamma2_one() {
         mode: PredictionMode::Exact,
     };
     let msgs = model.upward(&tree, &stats);
-    let comps = components(&model, &tree, &stats, &msgs, &[1.5]);
+    let comps = components(&model, &tree, &stats, &msgs, &GOLDEN_X, &[1.5]);
     let want = [
         (0.329680, 0.221104, 0.824024),
         (0.197953, 0.074543, 0.629367),
@@ -498,7 +499,9 @@ fn cov_nodes(tree: &MondrianTree, theta: &Theta, a: u32, b: u32) -> f64 {
 }
 
 /// Random batch trees on random data in D ∈ {1, 2, 3} with mss ∈ {2, 5}.
-fn random_trees(count: usize, seed: u64) -> Vec<(MondrianTree, TargetMoments, Vec<f64>, usize)> {
+type RandomTree = (MondrianTree, TargetMoments, Vec<f64>, usize, Vec<Feature>);
+
+fn random_trees(count: usize, seed: u64) -> Vec<RandomTree> {
     let mut r = rng(seed);
     (0..count)
         .map(|c| {
@@ -521,7 +524,7 @@ fn random_trees(count: usize, seed: u64) -> Vec<(MondrianTree, TargetMoments, Ve
             let mut tree = MondrianTree::new(d, f64::INFINITY, pause);
             let mut stats = TargetMoments::new();
             tree.fit((0..n as u32).collect(), &data, &mut stats, &mut r);
-            (tree, stats, y, d)
+            (tree, stats, y, d, x)
         })
         .collect()
 }
@@ -529,7 +532,7 @@ fn random_trees(count: usize, seed: u64) -> Vec<(MondrianTree, TargetMoments, Ve
 #[test]
 fn belief_propagation_equals_dense_gaussian() {
     // T1: every node's posterior and the marginal likelihood, γ2 heuristic, 1 and 10.
-    for (t, (tree, stats, y, d)) in random_trees(24, 11).iter().enumerate() {
+    for (t, (tree, stats, y, d, _)) in random_trees(24, 11).iter().enumerate() {
         for gamma2 in [None, Some(1.0), Some(10.0)] {
             let settings = HyperSettings {
                 gamma2,
@@ -563,7 +566,7 @@ fn predictive_components_equal_dense_gaussian() {
     // GP-conditioned law of a new label whose leaf hangs off the path at that time.
     let mut r = rng(5);
     let mut checked = (0, 0);
-    for (t, (tree, stats, y, d)) in random_trees(12, 21).iter().enumerate() {
+    for (t, (tree, stats, y, d, train)) in random_trees(12, 21).iter().enumerate() {
         let theta = Theta::heuristic(Moments::of(y), *d, &HyperSettings::default());
         let model = GaussianModel {
             theta,
@@ -574,7 +577,7 @@ fn predictive_components_equal_dense_gaussian() {
         for _ in 0..20 {
             let x: Vec<Feature> = (0..*d).map(|_| r.gen_range(-0.5f32..1.5)).collect();
             let mut steps = Vec::new();
-            tree.path_steps(&x, &mut steps);
+            tree.path_steps(&x, train, &mut steps);
             let mut comps = Vec::new();
             model.tree_components(tree, stats, &msgs, &steps, &mut comps);
             let mut c = comps.iter();
@@ -636,7 +639,7 @@ fn predictive_components_equal_dense_gaussian() {
 #[test]
 fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
     // T4 and T6.
-    let (tree, stats, y, _) = random_trees(1, 3).pop().unwrap();
+    let (tree, stats, y, _, train) = random_trees(1, 3).pop().unwrap();
     let theta = Theta::heuristic(Moments::of(&y), 1, &HyperSettings::default());
     let model = GaussianModel {
         theta,
@@ -647,12 +650,12 @@ fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
     for _ in 0..200 {
         let x = [r.gen_range(-1.0f32..2.0)];
         let mut steps = Vec::new();
-        tree.path_steps(&x, &mut steps);
+        tree.path_steps(&x, &train, &mut steps);
         let first_out = steps.iter().position(|s| s.eta > 0.0);
         if let Some(f) = first_out {
             assert!(steps[f..].iter().all(|s| s.eta > 0.0), "suffix");
         }
-        let comps = components(&model, &tree, &stats, &msgs, &x);
+        let comps = components(&model, &tree, &stats, &msgs, &train, &x);
         let inside = steps.last().is_some_and(|s| s.is_leaf && s.eta == 0.0);
         assert_eq!(
             comps.len() == 1,
@@ -663,13 +666,14 @@ fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
     }
     // Approach the upper face of the rightmost leaf box from outside.
     let leaf = tree.leaf_of(&[1.0]);
-    let upper = f64::from(tree.upper(leaf)[0]);
-    let inside = components(&model, &tree, &stats, &msgs, &[tree.upper(leaf)[0]]);
+    let top = tree.data_box(leaf, &train).1[0];
+    let upper = f64::from(top);
+    let inside = components(&model, &tree, &stats, &msgs, &train, &[top]);
     assert_eq!(inside.len(), 1);
     let mut last_gap = f64::INFINITY;
     for e in [1e-1, 1e-2, 1e-3, 1e-4, 1e-5] {
         let x = (upper + e) as f32;
-        let comps = components(&model, &tree, &stats, &msgs, &[x]);
+        let comps = components(&model, &tree, &stats, &msgs, &train, &[x]);
         let leaf_branch = comps.last().unwrap();
         let gap =
             (leaf_branch.mean - inside[0].mean).abs() + (leaf_branch.var - inside[0].var).abs();
@@ -693,7 +697,7 @@ fn golden_quadrature_predictions() {
         (1.5, [0.1863231560, 0.8595988184, 0.8634805832]),
         (-2.0, [0.2007511679, 0.8599381880, 0.8669237634]),
     ] {
-        let comps = components(&model, &tree, &stats, &msgs, &[x]);
+        let comps = components(&model, &tree, &stats, &msgs, &GOLDEN_X, &[x]);
         let (e, v) = mixture_moments(&comps);
         assert_close(&format!("quad x={x} E"), e, want[0], 1e-7);
         assert_close(&format!("quad x={x} Var"), v, want[1], 1e-7);

@@ -444,6 +444,7 @@ impl MondrianForestClassifier {
             branch_counts: self.params.branch_counts,
         };
         let trees = &self.trees;
+        let features = self.store.data().features;
         let scale = 1.0 / trees.len() as f64;
         let block = self
             .pool
@@ -460,6 +461,7 @@ impl MondrianForestClassifier {
                     model.predict_tree_rows(
                         &unit.tree,
                         &unit.stats,
+                        features,
                         x_block,
                         scale,
                         &mut scratch,

@@ -16,7 +16,7 @@ use crate::stats::gaussian::{
     estimate_theta, mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, Component,
     Estimate, GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments, Theta, Upward,
 };
-use crate::tree::{MondrianTree, PathStep, PauseRule};
+use crate::tree::{MondrianTree, PathStep, PauseRule, TrainingPoints};
 
 /// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8); the defaults are the
 /// thesis' settings.
@@ -279,6 +279,10 @@ impl MondrianForestRegressor {
     /// Tree `index` with its label moments.
     pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &TargetMoments)> {
         self.trees.get(index).map(|u| (&u.tree, &u.stats))
+    }
+    /// The scaled training points the trees index into.
+    pub fn training_points(&self) -> TrainingPoints<'_, f64> {
+        self.store.data()
     }
     /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
     /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
@@ -633,6 +637,7 @@ impl MondrianForestRegressor {
             mode: self.params.mode,
         };
         let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
+        let features = self.store.data().features;
         let no_messages: Vec<Upward> = Vec::new();
         // Per row: its accumulator and the steps of its path (about 20 on the UCI sets).
         let row_bytes = std::mem::size_of::<R>() + 20 * std::mem::size_of::<PathStep>();
@@ -643,7 +648,7 @@ impl MondrianForestRegressor {
                 let mut comps = Vec::new();
                 for (t, unit) in self.trees.iter().enumerate() {
                     let msgs = self.messages.get(t).unwrap_or(&no_messages);
-                    unit.tree.path_steps_many(xs, &mut steps);
+                    unit.tree.path_steps_many(xs, features, &mut steps);
                     for (a, s) in acc.iter_mut().zip(&steps) {
                         comps.clear();
                         model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);

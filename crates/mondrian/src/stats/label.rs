@@ -279,10 +279,12 @@ impl LabelModel {
     /// is present, and never forms a K-vector per node.
     /// [`predict_tree_direct`](Self::predict_tree_direct) is the literal algorithm; tests
     /// hold the two equal.
+    #[allow(clippy::too_many_arguments)]
     pub fn predict_tree(
         &self,
         tree: &MondrianTree,
         counts: &LabelCounts,
+        features: &[Feature],
         x: &[Feature],
         scale: f64,
         scratch: &mut LabelScratch,
@@ -292,17 +294,19 @@ impl LabelModel {
             return;
         };
         let steps = &mut scratch.steps;
-        tree.path_steps(x, steps);
+        tree.path_steps(x, features, steps);
         self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, out);
     }
 
     /// [`predict_tree`](Self::predict_tree) for a block of rows (row-major, D columns;
     /// `out` row-major with K columns), descending for several rows in lockstep
     /// ([`MondrianTree::path_steps_many`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn predict_tree_rows(
         &self,
         tree: &MondrianTree,
         counts: &LabelCounts,
+        features: &[Feature],
         xs: &[Feature],
         scale: f64,
         scratch: &mut LabelScratch,
@@ -320,7 +324,7 @@ impl LabelModel {
         for (xg, og) in xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k)) {
             let rows = og.len() / k;
             let group = &mut scratch.many[..rows];
-            tree.path_steps_many_with(xg, group, |node| counts.prefetch(node));
+            tree.path_steps_many_with(xg, features, group, |node| counts.prefetch(node));
             for (steps, o) in group.iter().zip(og.chunks_exact_mut(k)) {
                 self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
             }
@@ -458,10 +462,12 @@ impl LabelModel {
     /// The prediction of [`predict_tree`](Self::predict_tree) computed literally as spec
     /// §4.4 writes it: posterior means top-down along the path, one K-vector per node.
     /// Slower; kept as the reference the fast path is tested against.
+    #[allow(clippy::too_many_arguments)]
     pub fn predict_tree_direct(
         &self,
         tree: &MondrianTree,
         counts: &LabelCounts,
+        features: &[Feature],
         x: &[Feature],
         scale: f64,
         scratch: &mut LabelScratch,
@@ -474,7 +480,7 @@ impl LabelModel {
         scratch.parent_mean.clear();
         scratch.parent_mean.resize(k, base);
         scratch.mean.resize(k, 0.0);
-        tree.walk_path(x, |step| {
+        tree.walk_path(x, features, |step| {
             let c = counts.node(step.node);
             if step.branch_weight > 0.0 {
                 let d_bar = expected_discount(step.eta, self.gamma, step.delta);

@@ -2,7 +2,7 @@
 //! tree no training could grow (a hand-edited or foreign file), and every walk over the
 //! arena assumes the invariants checked here.
 
-use super::{MondrianTree, NO_NODE};
+use super::{MondrianTree, NO_BOX, NO_NODE, POINT_BOX};
 
 impl MondrianTree {
     /// Checks a tree read from a file: one box and one point list per node, a root without
@@ -17,9 +17,33 @@ impl MondrianTree {
         }
         if n >= NO_NODE as usize
             || self.points.len() != n
-            || Some(self.bounds.len()) != n.checked_mul(2 * d)
+            || self.slots.len() != n
+            || !self.bounds.len().is_multiple_of((2 * d).max(1))
+            || self.bounds.len() / (2 * d).max(1) > n
         {
             return Err("a tree's node arrays disagree in length".into());
+        }
+        // Each stored box belongs to one node; a box that is a point belongs to a leaf
+        // holding only that point.
+        let mut owned = vec![false; self.bounds.len() / (2 * d).max(1)];
+        for (j, &slot) in self.slots.iter().enumerate() {
+            if slot & POINT_BOX == 0 {
+                match owned.get_mut(slot as usize) {
+                    Some(o) if !*o => *o = true,
+                    _ => return Err("a tree's box slots are not one per node".into()),
+                }
+            } else {
+                let i = slot & !POINT_BOX;
+                let points = &self.points[j];
+                if slot == NO_BOX
+                    || i as usize >= n_points
+                    || points.is_empty()
+                    || points.iter().any(|&p| p != i)
+                    || self.nodes[j].left != NO_NODE
+                {
+                    return Err("a tree node's box names a point it does not hold".into());
+                }
+            }
         }
         if n == 0 {
             return match self.root {
@@ -45,7 +69,11 @@ impl MondrianTree {
             if node.tau.is_nan() || node.tau < tau_parent {
                 return Err("a tree's split times do not grow down a path".into());
             }
-            let (lower, upper) = (self.lower(j as u32), self.upper(j as u32));
+            // A box that is a point is a stored row, which the store checks.
+            let (lower, upper) = match self.stores_box(j as u32) {
+                true => self.data_box(j as u32, &[]),
+                false => (&[][..], &[][..]),
+            };
             if lower
                 .iter()
                 .zip(upper)

@@ -7,8 +7,11 @@
 //! tree keeps up to date through a handful of callbacks, so regression, density and kernel
 //! models reuse the same sampler.
 //!
-//! Layout: nodes are `u32` indices into parallel `Vec`s; the box of node `j` is
-//! `bounds[2·D·j .. 2·D·j + D]` (lower) followed by the upper corner.
+//! Layout: nodes are `u32` indices into parallel `Vec`s. A node's box lives in the flat
+//! buffer `bounds` (lower corner, then upper, D floats each) at the position its entry of
+//! `slots` names, except for a leaf whose points are all one training point: its box is that
+//! point, and the slot names the point instead (about a third of all nodes, so a third less
+//! box memory; the training features are passed to whatever reads boxes).
 
 mod check;
 mod path;
@@ -43,6 +46,11 @@ pub fn prefetch_lines(ptr: *const u8, lines: usize) {
 
 /// Sentinel for "no node".
 pub const NO_NODE: u32 = u32::MAX;
+
+/// Flag of a slot that names a training point whose row is the node's (degenerate) box.
+const POINT_BOX: u32 = 1 << 31;
+/// Slot of a node whose box is not set yet.
+const NO_BOX: u32 = u32::MAX;
 
 /// Read-only view of the training points a tree indexes into: row-major features and one
 /// target per row.
@@ -183,6 +191,9 @@ pub struct MondrianTree {
     pause: PauseRule,
     root: u32,
     nodes: Vec<Node>,
+    /// Per node: the index of its box in `bounds` (in boxes of 2·D floats), or
+    /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `NO_BOX` while unset.
+    slots: Vec<u32>,
     bounds: Vec<Feature>,
     points: Vec<Vec<u32>>,
     /// Reused buffer for the route of the point being inserted: each node with the point's
@@ -215,6 +226,7 @@ impl MondrianTree {
             pause,
             root: NO_NODE,
             nodes: Vec::new(),
+            slots: Vec::new(),
             bounds: Vec::new(),
             points: Vec::new(),
             path: Vec::new(),
@@ -280,17 +292,30 @@ impl MondrianTree {
             p => self.nodes[p as usize].tau,
         }
     }
-    /// Lower corner of the node's data box.
+    /// The node's data box `(lower, upper)`. `features` are the training features the tree
+    /// indexes into (row-major, D per row): a leaf holding a single training point stores
+    /// no box, its box is that point's row.
     #[inline]
-    pub fn lower(&self, node: u32) -> &[Feature] {
-        let (d, j) = (self.n_features, node as usize);
-        &self.bounds[2 * d * j..2 * d * j + d]
+    pub fn data_box<'a>(
+        &'a self,
+        node: u32,
+        features: &'a [Feature],
+    ) -> (&'a [Feature], &'a [Feature]) {
+        let d = self.n_features;
+        let slot = self.slots[node as usize];
+        debug_assert!(slot != NO_BOX, "node {node} has no box");
+        if slot & POINT_BOX != 0 {
+            let i = (slot & !POINT_BOX) as usize;
+            let row = &features[i * d..(i + 1) * d];
+            (row, row)
+        } else {
+            let s = slot as usize;
+            self.bounds[2 * d * s..2 * d * (s + 1)].split_at(d)
+        }
     }
-    /// Upper corner of the node's data box.
-    #[inline]
-    pub fn upper(&self, node: u32) -> &[Feature] {
-        let (d, j) = (self.n_features, node as usize);
-        &self.bounds[2 * d * j + d..2 * d * (j + 1)]
+    /// Whether the node's box is stored (rather than being the row of its single point).
+    pub fn stores_box(&self, node: u32) -> bool {
+        self.slots[node as usize] & POINT_BOX == 0
     }
     /// Training point ids held by a leaf (with multiplicity); empty for internal nodes.
     pub fn leaf_points(&self, node: u32) -> &[u32] {
@@ -357,10 +382,12 @@ impl MondrianTree {
         }
         depths.iter().map(|&(d, n)| (d * n) as f64).sum::<f64>() / total as f64
     }
-    /// Heap bytes held by the structure, per node and in total (leaf point ids included).
+    /// Heap bytes held by the structure (node records, slots, stored boxes, leaf point
+    /// ids).
     pub fn heap_bytes(&self) -> usize {
-        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>();
-        self.n_nodes() * (per_node + 2 * self.n_features * std::mem::size_of::<Feature>())
+        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>() + 4;
+        self.n_nodes() * per_node
+            + std::mem::size_of_val(self.bounds.as_slice())
             + self.points.iter().map(|p| p.len() * 4).sum::<usize>()
     }
 
@@ -381,29 +408,71 @@ impl MondrianTree {
         order
     }
 
-    /// A new node with an all-zero box, to be set by the caller.
+    /// A new node whose box the caller sets ([`fit_box`](Self::fit_box) or a copy).
     fn new_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
-        self.bounds
-            .extend(std::iter::repeat_n(0.0, 2 * self.n_features));
-        self.push_node(parent, stats)
+        self.push_node(parent, NO_BOX, stats)
     }
 
-    /// A new node with the box `bounds` (lower then upper): the arena's fresh memory is
-    /// written once instead of zeroed first.
+    /// A new node over the training points `set` whose bounding box is `bounds` (lower then
+    /// upper): stored once in fresh memory, or not at all when `set` is one point.
     fn new_node_with_box<S: NodeStatistics>(
         &mut self,
         parent: u32,
+        set: &[u32],
         bounds: &[Feature],
         stats: &mut S,
     ) -> u32 {
         debug_assert_eq!(bounds.len(), 2 * self.n_features);
-        self.bounds.extend_from_slice(bounds);
-        self.push_node(parent, stats)
+        let slot = match Self::point_slot(set) {
+            Some(slot) => slot,
+            None => self.store_box(bounds),
+        };
+        self.push_node(parent, slot, stats)
     }
 
-    /// The node record, point list and statistics of a node whose box was just appended.
-    fn push_node<S: NodeStatistics>(&mut self, parent: u32, stats: &mut S) -> u32 {
+    /// The slot naming the single training point of `set` as its box, if `set` holds one
+    /// point (possibly repeated) with an id that fits beside the flag.
+    fn point_slot(set: &[u32]) -> Option<u32> {
+        let first = *set.first()?;
+        (first < NO_BOX & !POINT_BOX && set.iter().all(|&i| i == first))
+            .then_some(POINT_BOX | first)
+    }
+
+    /// Appends a box (lower then upper) to `bounds` and returns its slot.
+    fn store_box(&mut self, bounds: &[Feature]) -> u32 {
+        let slot = self.bounds.len() / (2 * self.n_features).max(1);
+        assert!(
+            slot < POINT_BOX as usize,
+            "more boxes than a tree can index"
+        );
+        self.bounds.extend_from_slice(bounds);
+        slot as u32
+    }
+
+    /// Stores a copy of `node`'s box and returns its slot.
+    fn copy_box(&mut self, node: u32, features: &[Feature]) -> u32 {
+        let (d, slot) = (self.n_features, self.slots[node as usize]);
+        let fresh = self.bounds.len() / (2 * d).max(1);
+        assert!(
+            fresh < POINT_BOX as usize,
+            "more boxes than a tree can index"
+        );
+        if slot & POINT_BOX == 0 {
+            let s = 2 * d * slot as usize;
+            self.bounds.extend_from_within(s..s + 2 * d);
+        } else {
+            let i = (slot & !POINT_BOX) as usize;
+            let row = &features[i * d..(i + 1) * d];
+            self.bounds.extend_from_slice(row);
+            self.bounds.extend_from_slice(row);
+        }
+        fresh as u32
+    }
+
+    /// The node record, slot, point list and statistics of a new node.
+    fn push_node<S: NodeStatistics>(&mut self, parent: u32, slot: u32, stats: &mut S) -> u32 {
         let id = self.nodes.len() as u32;
+        self.slots.push(slot);
         self.nodes.push(Node {
             tau: self.lifetime,
             parent,
@@ -429,25 +498,60 @@ impl MondrianTree {
 
     /// Asks the cache for the start of a node's box (up to four lines).
     #[inline(always)]
-    pub(crate) fn prefetch_box(&self, node: u32) {
-        let start = 2 * self.n_features * node as usize;
-        if let Some(first) = self.bounds.get(start) {
-            let bytes = 2 * self.n_features * std::mem::size_of::<Feature>();
-            prefetch_lines(
-                first as *const Feature as *const u8,
-                bytes.div_ceil(64).min(4),
-            );
+    pub(crate) fn prefetch_box(&self, node: u32, features: &[Feature]) {
+        if let Some(&slot) = self.slots.get(node as usize) {
+            let d = self.n_features;
+            let (start, lines) = match slot & POINT_BOX {
+                0 => (self.bounds.get(2 * d * slot as usize), 2 * d),
+                _ => (features.get(d * (slot & !POINT_BOX) as usize), d),
+            };
+            if let Some(first) = start {
+                let bytes = lines * std::mem::size_of::<Feature>();
+                prefetch_lines(
+                    first as *const Feature as *const u8,
+                    bytes.div_ceil(64).min(4),
+                );
+            }
         }
     }
 
-    fn bounds_mut(&mut self, node: u32) -> (&mut [Feature], &mut [Feature]) {
+    /// The node's box for writing; a box that was a training point's row (or unset) is
+    /// first stored, as `init` (the point's row, or zeros).
+    fn box_mut(&mut self, node: u32, features: &[Feature]) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
-        self.bounds[2 * d * j..2 * d * (j + 1)].split_at_mut(d)
+        let slot = self.slots[j];
+        let slot = if slot & POINT_BOX == 0 {
+            slot
+        } else {
+            let fresh = self.bounds.len() / (2 * d).max(1);
+            assert!(
+                fresh < POINT_BOX as usize,
+                "more boxes than a tree can index"
+            );
+            if slot == NO_BOX {
+                self.bounds.resize(self.bounds.len() + 2 * d, 0.0);
+            } else {
+                let i = (slot & !POINT_BOX) as usize;
+                let row = &features[i * d..(i + 1) * d];
+                self.bounds.extend_from_slice(row);
+                self.bounds.extend_from_slice(row);
+            }
+            self.slots[j] = fresh as u32;
+            fresh as u32
+        } as usize;
+        self.bounds[2 * d * slot..2 * d * (slot + 1)].split_at_mut(d)
     }
 
-    /// Sets the node's box to the bounding box of `points`.
+    /// Sets the node's box to the bounding box of `points`: the row itself (nothing stored)
+    /// for a single point on a node without a stored box.
     fn fit_box<T: Copy>(&mut self, node: u32, points: &[u32], data: &TrainingPoints<T>) {
-        let (lower, upper) = self.bounds_mut(node);
+        if !self.stores_box(node) {
+            if let Some(slot) = Self::point_slot(points) {
+                self.slots[node as usize] = slot;
+                return;
+            }
+        }
+        let (lower, upper) = self.box_mut(node, data.features);
         lower.copy_from_slice(data.row(points[0]));
         upper.copy_from_slice(data.row(points[0]));
         for &i in &points[1..] {
@@ -522,10 +626,14 @@ impl MondrianTree {
         Ok(tree)
     }
 
-    /// Grows the box of `node` to contain `x`.
-    fn extend_box(&mut self, node: u32, x: &[Feature]) {
-        let (lower, upper) = self.bounds_mut(node);
-        grow_box(lower, upper, x);
+    /// Grows the box of `node` to contain training point `point` (a box that is already
+    /// that point stays as it is).
+    fn extend_box<T: Copy>(&mut self, node: u32, point: u32, data: &TrainingPoints<T>) {
+        if self.slots[node as usize] == POINT_BOX | point {
+            return;
+        }
+        let (lower, upper) = self.box_mut(node, data.features);
+        grow_box(lower, upper, data.row(point));
     }
 
     /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, \[P\] Alg. 1–2 and 9),
@@ -546,6 +654,7 @@ impl MondrianTree {
         // copying the arena at every doubling. Unused capacity is never touched.
         let max_nodes = 2 * points.len() - 1;
         self.nodes.reserve(max_nodes);
+        self.slots.reserve(max_nodes);
         self.bounds.reserve(max_nodes * 2 * self.n_features);
         self.points.reserve(max_nodes);
         stats.reserve(max_nodes);
@@ -581,13 +690,13 @@ impl MondrianTree {
                 self.make_leaf(j, set.to_vec(), true);
                 continue;
             }
-            let extent = linear_dimension(self.lower(j), self.upper(j));
+            let (lower, upper) = self.data_box(j, data.features);
+            let extent = linear_dimension(lower, upper);
             let t = tp + split_time(rng, extent);
             if t >= self.lifetime {
                 self.make_leaf(j, set.to_vec(), false);
                 continue;
             }
-            let (lower, upper) = (self.lower(j), self.upper(j));
             let dim = sample_side(rng, lower, upper, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
             self.nodes[ju].tau = t;
@@ -596,8 +705,9 @@ impl MondrianTree {
             self.nodes[ju].paused = false;
             let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
             let (left_box, right_box) = child_boxes.split_at(2 * self.n_features);
-            let l = self.new_node_with_box(j, left_box, stats);
-            let r = self.new_node_with_box(j, right_box, stats);
+            let (left_set, right_set) = set.split_at(n_left);
+            let l = self.new_node_with_box(j, left_set, left_box, stats);
+            let r = self.new_node_with_box(j, right_set, right_box, stats);
             self.nodes[ju].left = l;
             self.nodes[ju].right = r;
             stack.push((r, start + n_left, end, t));
@@ -660,7 +770,7 @@ impl MondrianTree {
         }
         // The loop follows the recorded route: until it stops, nothing it does moves a
         // split, so the point is routed exactly as recorded.
-        let mut k = self.first_node_outside(x);
+        let mut k = self.first_node_outside(x, data.features);
         loop {
             let j = self.path[k].0;
             let ju = j as usize;
@@ -668,7 +778,7 @@ impl MondrianTree {
                 let stays_paused =
                     self.pause
                         .holds_after(self.points[ju].len(), weight, stats, j, y);
-                self.extend_box(j, x);
+                self.extend_box(j, point, data);
                 self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
                 if stays_paused {
                     if stats.absorb_leaf(j, y, weight) {
@@ -687,7 +797,7 @@ impl MondrianTree {
                 self.insert_parent(j, tp + e, eta, point, weight, data, stats, rng);
                 return;
             }
-            self.extend_box(j, x);
+            self.extend_box(j, point, data);
             if self.is_leaf(j) {
                 self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
                 if stats.absorb_leaf(j, y, weight) {
@@ -753,7 +863,7 @@ impl MondrianTree {
                 grow_box(&mut lo, &mut hi, data.row(i));
             }
             if self.nodes[ju].paused {
-                self.grow_box_by(j, &lo, &hi);
+                self.grow_box_by(j, &lo, &hi, &set, data.features);
                 let mut all = std::mem::take(&mut self.points[ju]);
                 all.extend_from_slice(&set);
                 if self.pause.holds(&all, stats, data.targets) {
@@ -765,16 +875,23 @@ impl MondrianTree {
                 }
                 continue;
             }
-            let eta = set_extension_rate(self.lower(j), self.upper(j), &lo, &hi);
+            let (lower, upper) = self.data_box(j, data.features);
+            let eta = set_extension_rate(lower, upper, &lo, &hi);
             let t = tp + sample_exponential(rng, eta);
             if t < self.nodes[ju].tau {
-                let cut =
-                    sample_set_extension_cut(rng, self.lower(j), self.upper(j), &lo, &hi, eta);
+                let cut = sample_set_extension_cut(rng, lower, upper, &lo, &hi, eta);
                 let (beyond, near): (Vec<u32>, Vec<u32>) = set.iter().partition(|&&i| {
                     (data.row(i)[cut.dimension] > cut.location) == cut.point_goes_right
                 });
-                let parent = self.insert_parent_above(j, t, cut.dimension, cut.location, stats);
-                self.grow_box_by(parent, &lo, &hi);
+                let parent = self.insert_parent_above(
+                    j,
+                    t,
+                    cut.dimension,
+                    cut.location,
+                    data.features,
+                    stats,
+                );
+                self.grow_box_by(parent, &lo, &hi, &set, data.features);
                 let sibling = self.new_node(parent, stats);
                 let pu = parent as usize;
                 if cut.point_goes_right {
@@ -789,7 +906,7 @@ impl MondrianTree {
                 }
                 continue;
             }
-            self.grow_box_by(j, &lo, &hi);
+            self.grow_box_by(j, &lo, &hi, &set, data.features);
             if self.is_leaf(j) {
                 // A leaf at the end of its lifetime takes the points.
                 self.points[ju].extend_from_slice(&set);
@@ -829,8 +946,19 @@ impl MondrianTree {
     }
 
     /// Grows the box of `node` by the box `[lo, hi]`.
-    fn grow_box_by(&mut self, node: u32, lo: &[Feature], hi: &[Feature]) {
-        let (lower, upper) = self.bounds_mut(node);
+    fn grow_box_by(
+        &mut self,
+        node: u32,
+        lo: &[Feature],
+        hi: &[Feature],
+        set: &[u32],
+        features: &[Feature],
+    ) {
+        if Self::point_slot(set) == Some(self.slots[node as usize]) {
+            // The box is the one point all of `set` repeats.
+            return;
+        }
+        let (lower, upper) = self.box_mut(node, features);
         grow_box(lower, upper, lo);
         grow_box(lower, upper, hi);
     }
@@ -844,6 +972,7 @@ impl MondrianTree {
         tau: f64,
         dim: usize,
         loc: Feature,
+        features: &[Feature],
         stats: &mut S,
     ) -> u32 {
         let old_parent = self.nodes[node as usize].parent;
@@ -859,10 +988,8 @@ impl MondrianTree {
         self.nodes[np].split_dim = dim as u32;
         self.nodes[np].split_loc = loc;
         self.nodes[np].tau = tau;
-        let d = self.n_features;
-        let (src, dst) = (2 * d * node as usize, 2 * d * np);
-        self.bounds.copy_within(src..src + 2 * d, dst);
-        if self.upper(node)[dim] <= loc {
+        self.slots[np] = self.copy_box(node, features);
+        if self.data_box(node, features).1[dim] <= loc {
             self.nodes[np].left = node;
         } else {
             self.nodes[np].right = node;
@@ -880,11 +1007,12 @@ impl MondrianTree {
     ///
     /// Returns the position of that node on the recorded route, whose entries from there
     /// down then hold their η.
-    fn first_node_outside(&mut self, x: &[Feature]) -> usize {
+    fn first_node_outside(&mut self, x: &[Feature], features: &[Feature]) -> usize {
         let mut path = std::mem::take(&mut self.path);
         let n = path.len();
         let first = self.measure_upwards(
             x,
+            features,
             &mut path,
             |&(node, _)| node,
             |entry, eta| {
@@ -934,10 +1062,12 @@ impl MondrianTree {
         rng: &mut R,
     ) {
         let x = data.row(point);
-        let cut = sample_extension_cut(rng, self.lower(node), self.upper(node), x, eta);
+        let (lower, upper) = self.data_box(node, data.features);
+        let cut = sample_extension_cut(rng, lower, upper, x, eta);
         let old_parent = self.nodes[node as usize].parent;
-        let new_parent = self.insert_parent_above(node, tau, cut.dimension, cut.location, stats);
-        self.extend_box(new_parent, x);
+        let new_parent =
+            self.insert_parent_above(node, tau, cut.dimension, cut.location, data.features, stats);
+        self.extend_box(new_parent, point, data);
         let leaf = self.new_node(new_parent, stats);
         self.new_leaf(leaf, point, weight, data, stats);
         let np = new_parent as usize;
@@ -1009,6 +1139,7 @@ impl MondrianTree {
             ));
         }
         let d = self.n_features;
+        let f = data.features;
         // Points under each node, bottom-up.
         let mut under: Vec<Vec<u32>> = vec![Vec::new(); self.n_nodes()];
         for &j in order.iter().rev() {
@@ -1023,10 +1154,14 @@ impl MondrianTree {
                     }
                     let dim = self.nodes[ju].split_dim as usize;
                     let loc = self.nodes[ju].split_loc;
-                    if !(self.lower(j)[dim] <= loc && loc < self.upper(j)[dim]) {
+                    let (lower, upper) = self.data_box(j, f);
+                    if !(lower[dim] <= loc && loc < upper[dim]) {
                         return Err(format!("node {j}: split {loc} outside its box"));
                     }
-                    if self.upper(l)[dim] > loc || self.lower(r)[dim] <= loc {
+                    if !self.stores_box(j) {
+                        return Err(format!("internal node {j} has no stored box"));
+                    }
+                    if self.data_box(l, f).1[dim] > loc || self.data_box(r, f).0[dim] <= loc {
                         return Err(format!("node {j}: children on the wrong side of the split"));
                     }
                     if self.parent_split_time(j) > self.nodes[ju].tau {
@@ -1052,7 +1187,7 @@ impl MondrianTree {
                     }
                     if self.lifetime.is_infinite()
                         && !pauses
-                        && linear_dimension(self.lower(j), self.upper(j)) > 0.0
+                        && linear_dimension(self.data_box(j, f).0, self.data_box(j, f).1) > 0.0
                     {
                         return Err(format!("leaf {j} with λ = ∞ has a positive extent"));
                     }
@@ -1069,7 +1204,7 @@ impl MondrianTree {
                     .iter()
                     .map(|&i| data.row(i)[dim])
                     .fold(Feature::NEG_INFINITY, Feature::max);
-                if lo != self.lower(j)[dim] || hi != self.upper(j)[dim] {
+                if lo != self.data_box(j, f).0[dim] || hi != self.data_box(j, f).1[dim] {
                     return Err(format!(
                         "node {j}: box is not the bounding box in dim {dim}"
                     ));

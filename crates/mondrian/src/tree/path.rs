@@ -50,9 +50,11 @@ impl MondrianTree {
     /// Walks the path of `x` from the root, calling `visit` on each node in order. The
     /// branch and leaf weights of all steps sum to 1; the walk stops early (possibly before
     /// the leaf) once the probability of not having branched off underflows to 0.
-    pub fn walk_path(&self, x: &[Feature], visit: impl FnMut(&PathStep)) {
+    /// `features` are the training features the tree indexes into (see
+    /// [`data_box`](Self::data_box)).
+    pub fn walk_path(&self, x: &[Feature], features: &[Feature], visit: impl FnMut(&PathStep)) {
         let mut steps = Vec::new();
-        self.path_steps(x, &mut steps);
+        self.path_steps(x, features, &mut steps);
         steps.iter().for_each(visit);
     }
 
@@ -62,16 +64,21 @@ impl MondrianTree {
     /// prefix of the path. The walk therefore routes to the leaf first, then measures η from
     /// the leaf upwards only until it meets a box containing `x`: most of a path costs a
     /// comparison per node instead of a distance over D features.
-    pub fn path_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
-        self.path_steps_many(x, std::slice::from_mut(steps));
+    pub fn path_steps(&self, x: &[Feature], features: &[Feature], steps: &mut Vec<PathStep>) {
+        self.path_steps_many(x, features, std::slice::from_mut(steps));
     }
 
     /// [`path_steps`](Self::path_steps) for several points at once (row-major `xs`, one
     /// output per row). The descents advance in lockstep, one level each in turn, with the
     /// next node prefetched, so the cache misses of different rows overlap instead of
     /// queueing: a single descent is bound by the latency of each dependent load.
-    pub fn path_steps_many(&self, xs: &[Feature], steps: &mut [Vec<PathStep>]) {
-        self.path_steps_many_with(xs, steps, |_| {});
+    pub fn path_steps_many(
+        &self,
+        xs: &[Feature],
+        features: &[Feature],
+        steps: &mut [Vec<PathStep>],
+    ) {
+        self.path_steps_many_with(xs, features, steps, |_| {});
     }
 
     /// [`path_steps_many`](Self::path_steps_many) calling `at_bottom(node)` for the last
@@ -80,6 +87,7 @@ impl MondrianTree {
     pub fn path_steps_many_with(
         &self,
         xs: &[Feature],
+        features: &[Feature],
         steps: &mut [Vec<PathStep>],
         at_bottom: impl Fn(u32),
     ) {
@@ -118,7 +126,7 @@ impl MondrianTree {
                     if is_leaf {
                         c.0 = NO_NODE;
                         for step in s.iter().rev().take(BOTTOM) {
-                            self.prefetch_box(step.node);
+                            self.prefetch_box(step.node, features);
                             at_bottom(step.node);
                         }
                     } else {
@@ -130,7 +138,7 @@ impl MondrianTree {
                 }
             }
             for (s, x) in group_steps.iter_mut().zip(group.chunks_exact(d)).take(n) {
-                self.weigh_steps(x, s);
+                self.weigh_steps(x, features, s);
             }
         }
         debug_assert!(rows <= steps.len());
@@ -144,6 +152,7 @@ impl MondrianTree {
     pub(crate) fn measure_upwards<T>(
         &self,
         x: &[Feature],
+        features: &[Feature],
         items: &mut [T],
         node: impl Fn(&T) -> u32,
         mut record: impl FnMut(&mut T, f64),
@@ -151,7 +160,8 @@ impl MondrianTree {
         let mut first = items.len();
         for (k, item) in items.iter_mut().enumerate().rev() {
             let j = node(item);
-            let eta = extension_rate(self.lower(j), self.upper(j), x);
+            let (lower, upper) = self.data_box(j, features);
+            let eta = extension_rate(lower, upper, x);
             if eta == 0.0 {
                 break;
             }
@@ -162,9 +172,10 @@ impl MondrianTree {
     }
 
     /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
-    fn weigh_steps(&self, x: &[Feature], steps: &mut Vec<PathStep>) {
+    fn weigh_steps(&self, x: &[Feature], features: &[Feature], steps: &mut Vec<PathStep>) {
         let outside_from = self.measure_upwards(
             x,
+            features,
             steps,
             |s| s.node,
             |step, eta| {

@@ -265,8 +265,9 @@ pub fn signature(tree: &MondrianTree) -> String {
     s
 }
 
-/// Bitwise fingerprint of a tree and its counts (structure, times, locations, boxes,
-/// pause flags, leaf points and label counts), preorder.
+/// Bitwise fingerprint of a tree and its counts (structure, times, locations, stored boxes
+/// — a leaf of one point stores none, its box is the point —, pause flags, leaf points and
+/// label counts), preorder.
 pub fn fingerprint(tree: &MondrianTree, counts: &LabelCounts) -> String {
     let mut s = String::new();
     let Some(root) = tree.root() else {
@@ -275,11 +276,10 @@ pub fn fingerprint(tree: &MondrianTree, counts: &LabelCounts) -> String {
     for j in tree.subtree_preorder(root) {
         write!(
             s,
-            "[{} {:x} {:?} {:?} {:?} c{:?}",
+            "[{} {:x} {:?} {:?} c{:?}",
             tree.is_leaf(j),
             tree.split_time(j).to_bits(),
-            tree.lower(j),
-            tree.upper(j),
+            tree.stores_box(j).then(|| tree.data_box(j, &[])),
             tree.is_paused(j),
             counts.node(j)
         )
@@ -372,6 +372,18 @@ pub fn check_tree(
             tree.n_nodes()
         ));
     }
+    // Storage: a leaf whose points are one training point keeps no box of its own (its box
+    // is that point's row); every other node stores one.
+    for &j in &order {
+        let points = tree.leaf_points(j);
+        let one_point = tree.is_leaf(j) && points.iter().all(|&i| i == points[0]);
+        if tree.stores_box(j) == one_point {
+            return Err(format!(
+                "node {j}: stores a box {} but holds one point {one_point}",
+                tree.stores_box(j)
+            ));
+        }
+    }
     let n_nodes = tree.n_nodes();
     let mut under: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
     let mut recount: Vec<Vec<u32>> = vec![vec![0; k]; n_nodes];
@@ -432,7 +444,8 @@ pub fn check_tree(
                 if dim >= data.d {
                     return Err(format!("node {j}: split dimension {dim}"));
                 }
-                if !(tree.lower(j)[dim] <= loc && loc < tree.upper(j)[dim]) {
+                let (lower, upper) = tree.data_box(j, &data.x);
+                if !(lower[dim] <= loc && loc < upper[dim]) {
                     return Err(format!(
                         "node {j}: split {loc} not in [lower, upper) of dim {dim}"
                     ));
@@ -459,11 +472,11 @@ pub fn check_tree(
         }
         // Box = bounding box of the points below (item 1, which implies item 2).
         for (dim, (lo, hi)) in data.ranges(&under[ju]).into_iter().enumerate() {
-            if f64::from(tree.lower(j)[dim]) != lo || f64::from(tree.upper(j)[dim]) != hi {
+            let (lower, upper) = tree.data_box(j, &data.x);
+            if f64::from(lower[dim]) != lo || f64::from(upper[dim]) != hi {
                 return Err(format!(
                     "node {j}: box [{}, {}] in dim {dim} is not the bounding box [{lo}, {hi}]",
-                    tree.lower(j)[dim],
-                    tree.upper(j)[dim]
+                    lower[dim], upper[dim]
                 ));
             }
         }
