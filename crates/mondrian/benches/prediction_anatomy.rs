@@ -7,7 +7,8 @@
 //!   `predict s` is the label combination (spec `mf-classification.md` §4.4);
 //! * per test row and tree: path length, boxes measured (from the leaf up to the first box
 //!   that contains the row: every box below it takes branch-off mass, so none can be skipped)
-//!   and the box bytes read (`boxes × 2·D × 4`);
+//!   and the box bytes read (2·D × 4 for a stored box, D × 4 for a one-point leaf, whose box
+//!   is its point's row);
 //! * `dims differing`: over the measured boxes, the features in which a box differs from its
 //!   parent's, the most a box stored as a difference from its parent could save.
 //!
@@ -98,7 +99,7 @@ fn main() {
         });
         let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); n_rows];
         // Path anatomy, from the same walks.
-        let (mut length, mut boxes, mut diff) = (0usize, 0usize, 0usize);
+        let (mut length, mut boxes, mut diff, mut bytes) = (0usize, 0usize, 0usize, 0usize);
         for t in 0..TREES {
             let (tree, _) = forest.tree(t).expect("tree");
             tree.path_steps_many(&scaled, features, &mut steps);
@@ -112,6 +113,10 @@ fn main() {
                 let outside = s.iter().filter(|st| st.eta > 0.0).count();
                 let measured = (outside + 1).min(route.len());
                 boxes += measured;
+                bytes += route[route.len() - measured..]
+                    .iter()
+                    .map(|&j| if tree.stores_box(j) { 8 * d } else { 4 * d })
+                    .sum::<usize>();
                 diff += route[route.len() - measured..]
                     .iter()
                     .map(|&j| differing(tree, j, features))
@@ -132,7 +137,7 @@ fn main() {
             predict - walk,
             length as f64 / per,
             boxes as f64 / per,
-            boxes as f64 / per * 8.0 * d as f64,
+            bytes as f64 / per,
             diff as f64 / boxes as f64,
         );
     }
