@@ -515,31 +515,18 @@ impl MondrianTree {
         }
     }
 
-    /// The node's box for writing; a box that was a training point's row (or unset) is
-    /// first stored, as `init` (the point's row, or zeros).
+    /// The node's box for writing; a box that is a training point's row (or unset) is first
+    /// stored, as that row (or zeros).
     fn box_mut(&mut self, node: u32, features: &[Feature]) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
-        let slot = self.slots[j];
-        let slot = if slot & POINT_BOX == 0 {
-            slot
-        } else {
-            let fresh = self.bounds.len() / (2 * d).max(1);
-            assert!(
-                fresh < POINT_BOX as usize,
-                "more boxes than a tree can index"
-            );
-            if slot == NO_BOX {
-                self.bounds.resize(self.bounds.len() + 2 * d, 0.0);
-            } else {
-                let i = (slot & !POINT_BOX) as usize;
-                let row = &features[i * d..(i + 1) * d];
-                self.bounds.extend_from_slice(row);
-                self.bounds.extend_from_slice(row);
-            }
-            self.slots[j] = fresh as u32;
-            fresh as u32
-        } as usize;
-        self.bounds[2 * d * slot..2 * d * (slot + 1)].split_at_mut(d)
+        let slot = match self.slots[j] {
+            NO_BOX => self.store_box(&vec![0.0; 2 * d]),
+            slot if slot & POINT_BOX != 0 => self.copy_box(node, features),
+            slot => slot,
+        };
+        self.slots[j] = slot;
+        let s = slot as usize;
+        self.bounds[2 * d * s..2 * d * (s + 1)].split_at_mut(d)
     }
 
     /// Sets the node's box to the bounding box of `points`: the row itself (nothing stored)
