@@ -406,10 +406,11 @@ impl LabelModel {
             };
             let (g_scaled, w_scaled) = (scale * g * inv_total, scale * w);
             for (o, &c) in out.iter_mut().zip(counts.node(step.node)) {
-                if c > 0 {
-                    let c = f64::from(c);
-                    *o += g_scaled * (c - d) + w_scaled * (branch_const + branch_per_count * c);
-                }
+                // Adds 0 for an absent label rather than skipping it: a conditional update
+                // compiles to masked stores, which stall the next loads on some cores.
+                let cf = f64::from(c);
+                let term = g_scaled * (cf - d) + w_scaled * (branch_const + branch_per_count * cf);
+                *o += if c > 0 { term } else { 0.0 };
             }
         }
     }
