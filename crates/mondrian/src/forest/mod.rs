@@ -620,7 +620,7 @@ pub(crate) fn grow_trees<S>(
                 active = false;
                 for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
                     if *c != NO_NODE {
-                        *c = unit.tree.route_advance(*c, x);
+                        *c = unit.tree.route_advance(*c, x, data.features);
                         active |= *c != NO_NODE;
                     }
                 }

@@ -731,7 +731,7 @@ impl MondrianTree {
         let x = data.row(point);
         let mut node = self.route_begin();
         while node != NO_NODE {
-            node = self.route_advance(node, x);
+            node = self.route_advance(node, x, data.features);
         }
         self.extend_routed(point, weight, data, stats, rng);
     }
@@ -839,7 +839,7 @@ impl MondrianTree {
                 let mut node = j;
                 self.path.clear();
                 while node != NO_NODE {
-                    node = self.route_advance(node, x);
+                    node = self.route_advance(node, x, data.features);
                 }
                 self.extend_routed(set[0], 1, data, stats, rng);
                 continue;
@@ -1022,11 +1022,15 @@ impl MondrianTree {
     }
 
     /// Records `node` on the route of `x` and returns the next node, `NO_NODE` after the
-    /// leaf. The next node's record is prefetched.
+    /// leaf. The next node's record is prefetched; at the leaf, the boxes at the bottom of
+    /// the route, which the insertion measures first, are (`features`: the training rows).
     #[inline]
-    pub fn route_advance(&mut self, node: u32, x: &[Feature]) -> u32 {
+    pub fn route_advance(&mut self, node: u32, x: &[Feature], features: &[Feature]) -> u32 {
         self.path.push((node, 0.0));
         if self.is_leaf(node) {
+            for &(j, _) in self.path.iter().rev().take(path::BOTTOM) {
+                self.prefetch_box(j, features);
+            }
             return NO_NODE;
         }
         let next = self.route(node, x);
