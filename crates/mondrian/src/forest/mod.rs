@@ -620,8 +620,13 @@ pub(crate) fn grow_trees<S>(
                 active = false;
                 for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
                     if *c != NO_NODE {
-                        *c = unit.tree.route_advance(*c, x, data.features);
-                        active |= *c != NO_NODE;
+                        let node = *c;
+                        *c = unit.tree.route_advance(node, x, data.features);
+                        if *c == NO_NODE {
+                            unit.stats.prefetch(node);
+                        } else {
+                            active = true;
+                        }
                     }
                 }
             }

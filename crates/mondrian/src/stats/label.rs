@@ -149,6 +149,14 @@ impl NodeStatistics for LabelCounts {
         set_summaries(r);
     }
 
+    #[inline(always)]
+    fn prefetch(&self, node: u32) {
+        let s = self.stride();
+        if let Some(record) = self.records.get(node as usize * s) {
+            crate::tree::prefetch_lines(record as *const u32 as *const u8, (4 * s).div_ceil(64));
+        }
+    }
+
     fn set_internal(&mut self, node: u32, left: u32, right: u32) -> bool {
         let s = self.stride();
         let (j, l, r) = (node as usize * s, left as usize * s, right as usize * s);

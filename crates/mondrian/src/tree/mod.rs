@@ -110,6 +110,11 @@ pub trait NodeStatistics {
     fn stays_pure(&self, node: u32, target: Self::Target) -> bool;
     /// Heap bytes the statistics take per node (for size reports).
     fn bytes_per_node(&self) -> usize;
+    /// Asks the cache for `node`'s statistics, which an insertion is about to read.
+    #[inline(always)]
+    fn prefetch(&self, node: u32) {
+        let _ = node;
+    }
 }
 
 /// The shape of a tree for [`MondrianTree::from_layout`].
@@ -1030,6 +1035,10 @@ impl MondrianTree {
         if self.is_leaf(node) {
             for &(j, _) in self.path.iter().rev().take(path::BOTTOM) {
                 self.prefetch_box(j, features);
+            }
+            // The leaf's point list, which the insertion appends to.
+            if let Some(points) = self.points.get(node as usize) {
+                prefetch_lines(points as *const Vec<u32> as *const u8, 1);
             }
             return NO_NODE;
         }
