@@ -772,13 +772,17 @@ impl MondrianTree {
                         .holds_after(self.points[ju].len(), weight, stats, j, y);
                 self.extend_box(j, point, data);
                 self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
-                if stays_paused {
-                    if stats.absorb_leaf(j, y, weight) {
-                        self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
-                    }
-                } else {
+                // Re-sampling the block below leaves the node's statistics those of its
+                // points, the old ones plus this one: above it, the change is the point's.
+                let reaches_parent = stats.absorb_leaf(j, y, weight);
+                if !stays_paused {
+                    self.nodes[ju].paused = false;
                     let set = std::mem::take(&mut self.points[ju]);
-                    self.unpause(j, set, data, stats, rng);
+                    let tp = self.parent_split_time(j);
+                    self.sample_block(j, set, tp, data, stats, rng);
+                }
+                if reaches_parent {
+                    self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                 }
                 return;
             }
