@@ -2,7 +2,7 @@
 //! tree no training could grow (a hand-edited or foreign file), and every walk over the
 //! arena assumes the invariants checked here.
 
-use super::{MondrianTree, NO_BOX, NO_NODE, POINT_BOX};
+use super::{MondrianTree, Node, NO_BOX, NO_NODE, POINT_BOX};
 
 impl MondrianTree {
     /// Checks a tree read from a file: one box and one point list per node, a root without
@@ -17,7 +17,6 @@ impl MondrianTree {
         }
         if n >= NO_NODE as usize
             || self.points.len() != n
-            || self.slots.len() != n
             || !self.bounds.len().is_multiple_of((2 * d).max(1))
             || self.bounds.len() / (2 * d).max(1) > n
         {
@@ -26,7 +25,7 @@ impl MondrianTree {
         // Each stored box belongs to one node; a box that is a point belongs to a leaf
         // holding only that point.
         let mut owned = vec![false; self.bounds.len() / (2 * d).max(1)];
-        for (j, &slot) in self.slots.iter().enumerate() {
+        for (j, &Node { slot, .. }) in self.nodes.iter().enumerate() {
             if slot & POINT_BOX == 0 {
                 match owned.get_mut(slot as usize) {
                     Some(o) if !*o => *o = true,

@@ -8,8 +8,8 @@
 //! models reuse the same sampler.
 //!
 //! Layout: nodes are `u32` indices into parallel `Vec`s. A node's box lives in the flat
-//! buffer `bounds` (lower corner, then upper, D floats each) at the position its entry of
-//! `slots` names, except for a leaf whose points are all one training point: its box is that
+//! buffer `bounds` (lower corner, then upper, D floats each) at the position its record's
+//! `slot` names, except for a leaf whose points are all one training point: its box is that
 //! point, and the slot names the point instead (about a third of all nodes, so a third less
 //! box memory; the training features are passed to whatever reads boxes).
 
@@ -196,9 +196,6 @@ pub struct MondrianTree {
     pause: PauseRule,
     root: u32,
     nodes: Vec<Node>,
-    /// Per node: the index of its box in `bounds` (in boxes of 2·D floats), or
-    /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `NO_BOX` while unset.
-    slots: Vec<u32>,
     bounds: Vec<Feature>,
     points: Vec<Vec<u32>>,
     /// Reused buffer for the route of the point being inserted: each node with the point's
@@ -208,7 +205,8 @@ pub struct MondrianTree {
 }
 
 /// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
-/// line serves a step (the box and the statistics live in their own flat buffers).
+/// line serves a step and names the node's box (the box and the statistics live in their
+/// own flat buffers).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[repr(C)]
 struct Node {
@@ -217,9 +215,37 @@ struct Node {
     parent: u32,
     left: u32,
     right: u32,
+    /// Split dimension, with [`PAUSED`] set on a paused leaf (whose dimension is unused).
     split_dim: u32,
     split_loc: Feature,
-    paused: bool,
+    /// The index of the node's box in `bounds` (in boxes of 2·D floats), or
+    /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `NO_BOX` while unset.
+    slot: u32,
+}
+
+// One record per cache-line half: a walk step loads one line.
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
+/// Flag in [`Node::split_dim`] of a paused leaf.
+const PAUSED: u32 = 1 << 31;
+
+impl Node {
+    #[inline(always)]
+    fn dim(&self) -> usize {
+        (self.split_dim & !PAUSED) as usize
+    }
+    #[inline(always)]
+    fn paused(&self) -> bool {
+        self.split_dim & PAUSED != 0
+    }
+    #[inline(always)]
+    fn set_paused(&mut self, paused: bool) {
+        if paused {
+            self.split_dim |= PAUSED;
+        } else {
+            self.split_dim &= !PAUSED;
+        }
+    }
 }
 
 impl MondrianTree {
@@ -231,7 +257,6 @@ impl MondrianTree {
             pause,
             root: NO_NODE,
             nodes: Vec::new(),
-            slots: Vec::new(),
             bounds: Vec::new(),
             points: Vec::new(),
             path: Vec::new(),
@@ -265,7 +290,7 @@ impl MondrianTree {
     }
     /// Whether `node` is a paused leaf.
     pub fn is_paused(&self, node: u32) -> bool {
-        self.nodes[node as usize].paused
+        self.nodes[node as usize].paused()
     }
     /// Children `(left, right)` of an internal node.
     pub fn children(&self, node: u32) -> Option<(u32, u32)> {
@@ -279,7 +304,7 @@ impl MondrianTree {
     }
     /// Split dimension δ of an internal node.
     pub fn split_dimension(&self, node: u32) -> usize {
-        self.nodes[node as usize].split_dim as usize
+        self.nodes[node as usize].dim()
     }
     /// Split location ξ of an internal node.
     pub fn split_location(&self, node: u32) -> Feature {
@@ -307,7 +332,7 @@ impl MondrianTree {
         features: &'a [Feature],
     ) -> (&'a [Feature], &'a [Feature]) {
         let d = self.n_features;
-        let slot = self.slots[node as usize];
+        let slot = self.nodes[node as usize].slot;
         debug_assert!(slot != NO_BOX, "node {node} has no box");
         if slot & POINT_BOX != 0 {
             let i = (slot & !POINT_BOX) as usize;
@@ -320,7 +345,7 @@ impl MondrianTree {
     }
     /// Whether the node's box is stored (rather than being the row of its single point).
     pub fn stores_box(&self, node: u32) -> bool {
-        self.slots[node as usize] & POINT_BOX == 0
+        self.nodes[node as usize].slot & POINT_BOX == 0
     }
     /// Training point ids held by a leaf (with multiplicity); empty for internal nodes.
     pub fn leaf_points(&self, node: u32) -> &[u32] {
@@ -330,7 +355,7 @@ impl MondrianTree {
     #[inline]
     pub fn route(&self, node: u32, x: &[Feature]) -> u32 {
         let j = node as usize;
-        if x[self.nodes[j].split_dim as usize] <= self.nodes[j].split_loc {
+        if x[self.nodes[j].dim()] <= self.nodes[j].split_loc {
             self.nodes[j].left
         } else {
             self.nodes[j].right
@@ -387,10 +412,9 @@ impl MondrianTree {
         }
         depths.iter().map(|&(d, n)| (d * n) as f64).sum::<f64>() / total as f64
     }
-    /// Heap bytes held by the structure (node records, slots, stored boxes, leaf point
-    /// ids).
+    /// Heap bytes held by the structure (node records, stored boxes, leaf point ids).
     pub fn heap_bytes(&self) -> usize {
-        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>() + 4;
+        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>();
         self.n_nodes() * per_node
             + std::mem::size_of_val(self.bounds.as_slice())
             + self.points.iter().map(|p| p.len() * 4).sum::<usize>()
@@ -456,7 +480,7 @@ impl MondrianTree {
 
     /// Stores a copy of `node`'s box and returns its slot.
     fn copy_box(&mut self, node: u32, features: &[Feature]) -> u32 {
-        let (d, slot) = (self.n_features, self.slots[node as usize]);
+        let (d, slot) = (self.n_features, self.nodes[node as usize].slot);
         let fresh = self.bounds.len() / (2 * d).max(1);
         assert!(
             fresh < POINT_BOX as usize,
@@ -477,7 +501,6 @@ impl MondrianTree {
     /// The node record, slot, point list and statistics of a new node.
     fn push_node<S: NodeStatistics>(&mut self, parent: u32, slot: u32, stats: &mut S) -> u32 {
         let id = self.nodes.len() as u32;
-        self.slots.push(slot);
         self.nodes.push(Node {
             tau: self.lifetime,
             parent,
@@ -485,7 +508,7 @@ impl MondrianTree {
             right: NO_NODE,
             split_dim: 0,
             split_loc: 0.0,
-            paused: false,
+            slot,
         });
         self.points.push(Vec::new());
         stats.resize(self.nodes.len());
@@ -504,7 +527,7 @@ impl MondrianTree {
     /// Asks the cache for the start of a node's box (up to four lines).
     #[inline(always)]
     pub(crate) fn prefetch_box(&self, node: u32, features: &[Feature]) {
-        if let Some(&slot) = self.slots.get(node as usize) {
+        if let Some(&Node { slot, .. }) = self.nodes.get(node as usize) {
             let d = self.n_features;
             let (start, lines) = match slot & POINT_BOX {
                 0 => (self.bounds.get(2 * d * slot as usize), 2 * d),
@@ -524,12 +547,12 @@ impl MondrianTree {
     /// stored, as that row (or zeros).
     fn box_mut(&mut self, node: u32, features: &[Feature]) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
-        let slot = match self.slots[j] {
+        let slot = match self.nodes[j].slot {
             NO_BOX => self.store_box(&vec![0.0; 2 * d]),
             slot if slot & POINT_BOX != 0 => self.copy_box(node, features),
             slot => slot,
         };
-        self.slots[j] = slot;
+        self.nodes[j].slot = slot;
         let s = slot as usize;
         self.bounds[2 * d * s..2 * d * (s + 1)].split_at_mut(d)
     }
@@ -539,7 +562,7 @@ impl MondrianTree {
     fn fit_box<T: Copy>(&mut self, node: u32, points: &[u32], data: &TrainingPoints<T>) {
         if !self.stores_box(node) {
             if let Some(slot) = Self::point_slot(points) {
-                self.slots[node as usize] = slot;
+                self.nodes[node as usize].slot = slot;
                 return;
             }
         }
@@ -621,7 +644,7 @@ impl MondrianTree {
     /// Grows the box of `node` to contain training point `point` (a box that is already
     /// that point stays as it is).
     fn extend_box<T: Copy>(&mut self, node: u32, point: u32, data: &TrainingPoints<T>) {
-        if self.slots[node as usize] == POINT_BOX | point {
+        if self.nodes[node as usize].slot == POINT_BOX | point {
             return;
         }
         let (lower, upper) = self.box_mut(node, data.features);
@@ -646,7 +669,6 @@ impl MondrianTree {
         // copying the arena at every doubling. Unused capacity is never touched.
         let max_nodes = 2 * points.len() - 1;
         self.nodes.reserve(max_nodes);
-        self.slots.reserve(max_nodes);
         self.bounds.reserve(max_nodes * 2 * self.n_features);
         self.points.reserve(max_nodes);
         stats.reserve(max_nodes);
@@ -694,7 +716,7 @@ impl MondrianTree {
             self.nodes[ju].tau = t;
             self.nodes[ju].split_dim = dim as u32;
             self.nodes[ju].split_loc = loc;
-            self.nodes[ju].paused = false;
+            self.nodes[ju].set_paused(false);
             let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
             let (left_box, right_box) = child_boxes.split_at(2 * self.n_features);
             let (left_set, right_set) = set.split_at(n_left);
@@ -718,7 +740,7 @@ impl MondrianTree {
     fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
         let j = node as usize;
         self.nodes[j].tau = self.lifetime;
-        self.nodes[j].paused = paused;
+        self.nodes[j].set_paused(paused);
         self.points[j] = points;
     }
 
@@ -766,7 +788,7 @@ impl MondrianTree {
         loop {
             let j = self.path[k].0;
             let ju = j as usize;
-            if self.nodes[ju].paused {
+            if self.nodes[ju].paused() {
                 let stays_paused =
                     self.pause
                         .holds_after(self.points[ju].len(), weight, stats, j, y);
@@ -776,7 +798,7 @@ impl MondrianTree {
                 // points, the old ones plus this one: above it, the change is the point's.
                 let reaches_parent = stats.absorb_leaf(j, y, weight);
                 if !stays_paused {
-                    self.nodes[ju].paused = false;
+                    self.nodes[ju].set_paused(false);
                     let set = std::mem::take(&mut self.points[ju]);
                     let tp = self.parent_split_time(j);
                     self.sample_block(j, set, tp, data, stats, rng);
@@ -858,7 +880,7 @@ impl MondrianTree {
             for &i in &set[1..] {
                 grow_box(&mut lo, &mut hi, data.row(i));
             }
-            if self.nodes[ju].paused {
+            if self.nodes[ju].paused() {
                 self.grow_box_by(j, &lo, &hi, &set, data.features);
                 let mut all = std::mem::take(&mut self.points[ju]);
                 all.extend_from_slice(&set);
@@ -910,7 +932,7 @@ impl MondrianTree {
                 self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
             }
-            let (dim, loc) = (self.nodes[ju].split_dim as usize, self.nodes[ju].split_loc);
+            let (dim, loc) = (self.nodes[ju].dim(), self.nodes[ju].split_loc);
             let (left, right): (Vec<u32>, Vec<u32>) =
                 set.iter().partition(|&&i| data.row(i)[dim] <= loc);
             let tau = self.nodes[ju].tau;
@@ -935,7 +957,7 @@ impl MondrianTree {
         rng: &mut R,
     ) {
         let j = node as usize;
-        self.nodes[j].paused = false;
+        self.nodes[j].set_paused(false);
         let tp = self.parent_split_time(node);
         self.sample_block(node, points, tp, data, stats, rng);
         self.propagate_recompute(self.nodes[j].parent, stats);
@@ -950,7 +972,7 @@ impl MondrianTree {
         set: &[u32],
         features: &[Feature],
     ) {
-        if Self::point_slot(set) == Some(self.slots[node as usize]) {
+        if Self::point_slot(set) == Some(self.nodes[node as usize].slot) {
             // The box is the one point all of `set` repeats.
             return;
         }
@@ -984,7 +1006,7 @@ impl MondrianTree {
         self.nodes[np].split_dim = dim as u32;
         self.nodes[np].split_loc = loc;
         self.nodes[np].tau = tau;
-        self.slots[np] = self.copy_box(node, features);
+        self.nodes[np].slot = self.copy_box(node, features);
         if self.data_box(node, features).1[dim] <= loc {
             self.nodes[np].left = node;
         } else {
@@ -1156,7 +1178,7 @@ impl MondrianTree {
                     if !self.points[ju].is_empty() {
                         return Err(format!("internal node {j} holds points"));
                     }
-                    let dim = self.nodes[ju].split_dim as usize;
+                    let dim = self.nodes[ju].dim();
                     let loc = self.nodes[ju].split_loc;
                     let (lower, upper) = self.data_box(j, f);
                     if !(lower[dim] <= loc && loc < upper[dim]) {
@@ -1186,7 +1208,7 @@ impl MondrianTree {
                         return Err(format!("leaf {j}: τ ≠ λ"));
                     }
                     let pauses = self.pause.holds(&self.points[ju], stats, data.targets);
-                    if self.nodes[ju].paused && !pauses {
+                    if self.nodes[ju].paused() && !pauses {
                         return Err(format!("paused leaf {j} fails the pause predicate"));
                     }
                     if self.lifetime.is_infinite()
