@@ -27,6 +27,8 @@ use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NO
 /// flight overlap more cache misses); a group is also the unit of parallel work, so
 /// [`Pool::tree_group`] sizes groups to spread the trees evenly over the threads.
 const TREE_GROUP: usize = 16;
+/// How many statistics records at the bottom of an insertion's route are prefetched.
+const STATS_AHEAD: usize = 2;
 
 /// One tree of a forest with the statistics its model hangs off the nodes and its own
 /// generator.
@@ -625,7 +627,11 @@ pub(crate) fn grow_trees<S>(
                         let node = *c;
                         *c = unit.tree.route_advance(node, x, data.features);
                         if *c == NO_NODE {
-                            unit.stats.prefetch(node);
+                            // The statistics the insertion updates: the leaf's and those
+                            // of the ancestors a new label reaches.
+                            for j in unit.tree.route_tail(STATS_AHEAD) {
+                                unit.stats.prefetch(j);
+                            }
                         } else {
                             active = true;
                         }

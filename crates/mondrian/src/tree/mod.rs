@@ -1073,6 +1073,11 @@ impl MondrianTree {
         next
     }
 
+    /// The last `n` nodes of the recorded route, leaf first.
+    pub(crate) fn route_tail(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
+        self.path.iter().rev().take(n).map(|&(node, _)| node)
+    }
+
     /// Inserts a new parent above `node` at time `tau` whose other child is a new leaf
     /// holding `point` (spec §2.4 step 3).
     #[allow(clippy::too_many_arguments)]
