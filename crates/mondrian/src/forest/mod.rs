@@ -5,6 +5,7 @@
 //! forest is bit-identical whatever the number of threads (DESIGN.md principle 3).
 
 mod classifier;
+mod helpers;
 mod regressor;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
@@ -29,6 +30,9 @@ use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NO
 const TREE_GROUP: usize = 16;
 /// How many statistics records at the bottom of an insertion's route are prefetched.
 const STATS_AHEAD: usize = 2;
+/// Most new points of one call that [`grow_trees`] gives to the stream helpers
+/// ([`helpers`]) rather than to the pool.
+const STREAM_POINTS: usize = 4;
 
 /// One tree of a forest with the statistics its model hangs off the nodes and its own
 /// generator.
@@ -651,6 +655,27 @@ pub(crate) fn grow_trees<S>(
         || end - start == 1 && trees.len() < 2 * TREE_GROUP
     {
         trees.chunks_mut(group).enumerate().for_each(work);
+    } else if let Some(helpers) = pool.helpers().filter(|_| end - start <= STREAM_POINTS) {
+        // A point (or a few) of a stream: the caller and each helper take an equal share
+        // of whole groups.
+        let share = trees.len().div_ceil(group).div_ceil(helpers.shares()) * group;
+        let work = &work;
+        let mut shares: Vec<_> = trees
+            .chunks_mut(share)
+            .enumerate()
+            .map(|(p, part)| {
+                move || {
+                    for (c, chunk) in part.chunks_mut(group).enumerate() {
+                        work((p * share / group + c, chunk));
+                    }
+                }
+            })
+            .collect();
+        let mut jobs: Vec<&mut helpers::Job<'_>> = shares
+            .iter_mut()
+            .map(|share| share as &mut helpers::Job<'_>)
+            .collect();
+        helpers.run(&mut jobs);
     } else {
         pool.install(|| trees.par_chunks_mut(group).enumerate().for_each(work));
     }
@@ -702,6 +727,8 @@ pub fn poisson_weight(seed: u64, tree: usize, example: u64) -> u32 {
 pub(crate) struct Pool {
     threads: usize,
     pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    /// Threads beside the caller for a stream's points, started on first use.
+    helpers: std::sync::OnceLock<Option<helpers::Helpers>>,
 }
 
 impl Pool {
@@ -709,6 +736,7 @@ impl Pool {
         Pool {
             threads,
             pool: std::sync::OnceLock::new(),
+            helpers: std::sync::OnceLock::new(),
         }
     }
 
@@ -747,6 +775,16 @@ impl Pool {
         let workers = if self.is_serial() { 1 } else { self.workers() };
         let groups = workers * n_trees.div_ceil(workers * TREE_GROUP);
         n_trees.div_ceil(groups.max(1)).max(1)
+    }
+
+    /// One helper thread fewer than the workers, beside the caller (none for one worker).
+    fn helpers(&self) -> Option<&helpers::Helpers> {
+        self.helpers
+            .get_or_init(|| match self.workers() {
+                0 | 1 => None,
+                n => helpers::Helpers::start(n - 1),
+            })
+            .as_ref()
     }
 
     /// Threads that will run parallel work (all cores for 0).
