@@ -27,7 +27,7 @@ use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NO
 /// Most trees that take a training point with interleaved descents (more descents in
 /// flight overlap more cache misses); a group is also the unit of parallel work, so
 /// [`Pool::tree_group`] sizes groups to spread the trees evenly over the threads.
-const TREE_GROUP: usize = 16;
+const TREE_GROUP: usize = 32;
 /// How many statistics records at the bottom of an insertion's route are prefetched.
 const STATS_AHEAD: usize = 2;
 /// Most new points of one call that [`grow_trees`] gives to the stream helpers
