@@ -7,9 +7,10 @@
 //! and an idle helper spins for a short while (a stream's next point comes within
 //! microseconds) before it parks.
 
+use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,8 @@ struct Slot {
     state: AtomicU8,
     /// Points at a `&mut Job` on the caller's stack while `state` is `POSTED`.
     job: AtomicPtr<()>,
-    panicked: AtomicBool,
+    /// The payload of a job that panicked, raised again by the caller.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
     sleeping: AtomicBool,
     stop: AtomicBool,
 }
@@ -37,17 +39,26 @@ struct Slot {
 /// A fixed set of helper threads (see the module doc).
 pub(crate) struct Helpers {
     threads: Vec<(Arc<Slot>, JoinHandle<()>)>,
+    /// Set while a caller's jobs are posted: the mailboxes serve one caller at a time.
+    busy: AtomicBool,
+    /// The process that started the threads (a forked child has none of them).
+    process: u32,
 }
 
 impl Helpers {
     /// Starts `n` helpers; `None` if a thread cannot be started.
     pub(crate) fn start(n: usize) -> Option<Helpers> {
-        let mut threads = Vec::with_capacity(n);
+        // Built first, so that if a thread fails to start, dropping it stops the others.
+        let mut helpers = Helpers {
+            threads: Vec::with_capacity(n),
+            busy: AtomicBool::new(false),
+            process: std::process::id(),
+        };
         for i in 0..n {
             let slot = Arc::new(Slot {
                 state: AtomicU8::new(IDLE),
                 job: AtomicPtr::new(std::ptr::null_mut()),
-                panicked: AtomicBool::new(false),
+                panic: Mutex::new(None),
                 sleeping: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
             });
@@ -56,9 +67,9 @@ impl Helpers {
                 .name(format!("mondrian-helper-{i}"))
                 .spawn(move || serve(&mine))
                 .ok()?;
-            threads.push((slot, handle));
+            helpers.threads.push((slot, handle));
         }
-        Some(Helpers { threads })
+        Some(helpers)
     }
 
     /// How many shares [`run`](Self::run) takes at most: the helpers' and the caller's.
@@ -67,12 +78,21 @@ impl Helpers {
     }
 
     /// Runs `jobs[0]` on the calling thread and each other job on a helper, and returns
-    /// when all are done. A panic in any job is raised here once all have finished.
+    /// when all are done. A panic in any job is raised here once all have finished. While
+    /// another caller uses the helpers (or in a forked child, which has none), the jobs
+    /// run on the calling thread in turn.
     pub(crate) fn run(&self, jobs: &mut [&mut Job<'_>]) {
+        if jobs.len() > self.shares()
+            || std::process::id() != self.process
+            || self.busy.swap(true, Ordering::Acquire)
+        {
+            jobs.iter_mut().for_each(|job| job());
+            return;
+        }
+        let _release = Release(&self.busy);
         let Some((first, rest)) = jobs.split_first_mut() else {
             return;
         };
-        assert!(rest.len() <= self.threads.len(), "more jobs than helpers");
         for (job, (slot, handle)) in rest.iter_mut().zip(&self.threads) {
             let job: *mut &mut Job<'_> = job;
             slot.job.store(job.cast(), Ordering::Relaxed);
@@ -84,7 +104,7 @@ impl Helpers {
         let mine = catch_unwind(AssertUnwindSafe(first));
         // Every posted job must be finished before the borrows it holds end, even when
         // this thread's own share panicked.
-        let mut helper_panicked = false;
+        let mut helper_panic = None;
         for (slot, _) in &self.threads[..rest.len()] {
             let mut spins = 0u32;
             while slot.state.load(Ordering::Acquire) != DONE {
@@ -96,12 +116,22 @@ impl Helpers {
                 }
             }
             slot.state.store(IDLE, Ordering::Relaxed);
-            helper_panicked |= slot.panicked.swap(false, Ordering::Relaxed);
+            if let Some(payload) = slot.panic.lock().ok().and_then(|mut p| p.take()) {
+                helper_panic.get_or_insert(payload);
+            }
         }
-        if let Err(payload) = mine {
+        if let Some(payload) = mine.err().or(helper_panic) {
             resume_unwind(payload);
         }
-        assert!(!helper_panicked, "a helper thread panicked");
+    }
+}
+
+/// Clears the busy flag of [`Helpers`] when `run` ends, by return or by unwinding.
+struct Release<'a>(&'a AtomicBool);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -151,8 +181,12 @@ fn serve(slot: &Slot) {
         // it alive and untouched until this thread stores `DONE`. The `'static` only
         // erases that borrow's lifetime, which `run` outlives the job by.
         let ran = catch_unwind(AssertUnwindSafe(|| unsafe { (*job)() }));
-        if ran.is_err() {
-            slot.panicked.store(true, Ordering::Relaxed);
+        if let Err(payload) = ran {
+            // Handed to the caller, which raises it: dropping it here could panic again
+            // and end this thread before it reports.
+            if let Ok(mut panic) = slot.panic.lock() {
+                *panic = Some(payload);
+            }
         }
         slot.state.store(DONE, Ordering::Release);
     }
@@ -186,7 +220,8 @@ mod tests {
             let mut theirs = || panic!("share failed");
             helpers.run(&mut [&mut mine, &mut theirs]);
         }));
-        assert!(caught.is_err());
+        let payload = caught.expect_err("the helper's panic reaches the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"share failed"));
         assert!(done);
         // The helper survives and serves the next call.
         let mut n = 0;
@@ -194,5 +229,31 @@ mod tests {
         let mut second = || n += 1;
         helpers.run(&mut [&mut first, &mut second]);
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn concurrent_callers_each_get_all_their_jobs_run() {
+        let helpers = Helpers::start(1).expect("threads");
+        let totals: Vec<u64> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut total = 0u64;
+                        for _ in 0..500 {
+                            let (mut a, mut b) = (0u64, 0u64);
+                            let mut ja = || a += 1;
+                            let mut jb = || b += 2;
+                            helpers.run(&mut [&mut ja, &mut jb]);
+                            total += a + b;
+                        }
+                        total
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().expect("caller"))
+                .collect()
+        });
+        assert_eq!(totals, vec![1500; 3]);
     }
 }
