@@ -44,6 +44,9 @@ pub fn prefetch_lines(ptr: *const u8, lines: usize) {
     let _ = (ptr, lines);
 }
 
+/// Point ids a new online leaf has room for.
+const LEAF_ROOM: usize = 6;
+
 /// Sentinel for "no node".
 pub const NO_NODE: u32 = u32::MAX;
 
@@ -1122,7 +1125,10 @@ impl MondrianTree {
         data: &TrainingPoints<S::Target>,
         stats: &mut S,
     ) {
-        let set = vec![point; weight as usize];
+        // Room for a few more points at no cost in memory (the allocator's smallest block
+        // holds six ids): an online leaf that takes more points grows without moving.
+        let mut set = Vec::with_capacity((weight as usize).max(LEAF_ROOM));
+        set.extend(std::iter::repeat_n(point, weight as usize));
         self.fit_box(node, &set, data);
         let paused = self.pause.holds(&set, stats, data.targets);
         stats.set_leaf(node, &set, data.targets);
