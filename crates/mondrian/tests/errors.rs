@@ -227,17 +227,22 @@ fn same_model_whatever_the_thread_count() {
     let mut probas = Vec::new();
     for threads in [1, 2, 3] {
         let mut f = MondrianForestClassifier::new(ClassifierParams {
-            n_trees: 8,
+            // Enough trees that a single streamed point is shared between the caller and
+            // the stream helpers (see `grow_trees`).
+            n_trees: 70,
             n_threads: threads,
             bagging: true,
             ..Default::default()
         })
         .unwrap();
         // Batch, then a batch larger than the forest's points (one set per tree), then a
-        // smaller one (point by point).
+        // smaller one (point by point), then single points.
         f.fit(&x[..100], 2, &y[..50]).unwrap();
         f.partial_fit(&x[100..300], 2, &y[50..150]).unwrap();
-        f.partial_fit(&x[300..], 2, &y[150..]).unwrap();
+        f.partial_fit(&x[300..360], 2, &y[150..180]).unwrap();
+        for i in 180..200 {
+            f.partial_fit(&x[2 * i..2 * i + 2], 2, &y[i..=i]).unwrap();
+        }
         probas.push(f.predict_proba(&q, 2).unwrap());
         // The thread setting itself is part of the saved parameters; everything else must match.
         f.set_n_threads(0);
