@@ -29,7 +29,9 @@ pub struct ClassifierParams {
     /// Master seed; tree t draws from a generator seeded by (seed, t).
     pub seed: u64,
     /// Worker threads for training and prediction; 0 uses every core. The fitted model
-    /// does not depend on it.
+    /// does not depend on it. With more than one, a point-by-point stream of `partial_fit`
+    /// calls has a helper thread per further core spin for up to half a millisecond after
+    /// each call, ready for the next point (at most that much of a core per call).
     pub n_threads: usize,
     /// Online bagging: each tree takes each example Poisson(1) times (spec
     /// `bayesian-trees.md` §6.2). Keeps online ≡ batch.

@@ -32,7 +32,9 @@ pub struct RegressorParams {
     pub hyper: HyperSettings,
     /// Master seed; tree t draws from a generator seeded by (seed, t).
     pub seed: u64,
-    /// Worker threads (0 = all cores); the model does not depend on it.
+    /// Worker threads (0 = all cores); the model does not depend on it. As for
+    /// [`ClassifierParams::n_threads`](crate::ClassifierParams::n_threads), a stream of
+    /// single points keeps helper threads spinning briefly between calls.
     pub n_threads: usize,
     /// Online bagging (Poisson(1) copies of each example per tree).
     pub bagging: bool,
