@@ -726,6 +726,8 @@ pub fn poisson_weight(seed: u64, tree: usize, example: u64) -> u32 {
 #[derive(Default)]
 pub(crate) struct Pool {
     threads: usize,
+    /// The number of workers, once known (see `workers`).
+    workers: std::sync::OnceLock<usize>,
     pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
     /// Threads beside the caller for a stream's points, started on first use.
     helpers: std::sync::OnceLock<Option<helpers::Helpers>>,
@@ -735,6 +737,7 @@ impl Pool {
     pub(crate) fn new(threads: usize) -> Self {
         Pool {
             threads,
+            workers: std::sync::OnceLock::new(),
             pool: std::sync::OnceLock::new(),
             helpers: std::sync::OnceLock::new(),
         }
@@ -789,10 +792,12 @@ impl Pool {
 
     /// Threads that will run parallel work (all cores for 0).
     fn workers(&self) -> usize {
-        match self.threads {
+        // Asked once: the standard library reads the cgroup files on every call (tens of
+        // microseconds, as much as a streamed point's whole work on a small forest).
+        *self.workers.get_or_init(|| match self.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
-        }
+        })
     }
 
     /// Rows per block for a prediction that walks every tree over a block of rows
