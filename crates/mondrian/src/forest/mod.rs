@@ -33,6 +33,9 @@ const STATS_AHEAD: usize = 2;
 /// Most new points of one call that [`grow_trees`] gives to the stream helpers
 /// ([`helpers`]) rather than to the pool.
 const STREAM_POINTS: usize = 4;
+/// Fewest trees whose streamed points are shared with the helpers: below, the work of a
+/// point is too small to split.
+const STREAM_MIN_TREES: usize = 16;
 
 /// One tree of a forest with the statistics its model hangs off the nodes and its own
 /// generator.
@@ -650,12 +653,13 @@ pub(crate) fn grow_trees<S>(
             }
         }
     };
+    let stream = end - start <= STREAM_POINTS && trees.len() >= STREAM_MIN_TREES;
     if pool.is_serial()
-        || trees.len() <= TREE_GROUP
-        || end - start == 1 && trees.len() < 2 * TREE_GROUP
+        || !stream && trees.len() <= TREE_GROUP
+        || end - start == 1 && trees.len() < STREAM_MIN_TREES
     {
         trees.chunks_mut(group).enumerate().for_each(work);
-    } else if let Some(helpers) = pool.helpers().filter(|_| end - start <= STREAM_POINTS) {
+    } else if let Some(helpers) = pool.helpers().filter(|_| stream) {
         // A point (or a few) of a stream: the caller and each helper take an equal share
         // of whole groups.
         let share = trees.len().div_ceil(group).div_ceil(helpers.shares()) * group;
