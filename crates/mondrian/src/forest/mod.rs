@@ -776,8 +776,8 @@ const MIN_PREDICTION_BLOCK: usize = 256;
 
 impl Pool {
     /// Trees per group of [`grow_trees`]: at most [`TREE_GROUP`], in a number of groups
-    /// that is a multiple of the workers (100 trees on 2 threads: 8 groups of 13 or fewer,
-    /// 52 trees against 48, where groups of 16 would give 64 against 36).
+    /// that is a multiple of the workers (100 trees on 2 threads: 4 groups of 25, 50 trees
+    /// each, where groups of 32 would give 64 against 36).
     fn tree_group(&self, n_trees: usize) -> usize {
         let workers = if self.is_serial() { 1 } else { self.workers() };
         let groups = workers * n_trees.div_ceil(workers * TREE_GROUP);
