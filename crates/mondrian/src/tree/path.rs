@@ -7,7 +7,7 @@ use crate::process::{extension_rate, Feature};
 
 /// How many rows of a prediction block descend in lockstep
 /// ([`MondrianTree::path_steps_many`]).
-pub const LOCKSTEP: usize = 16;
+pub const LOCKSTEP: usize = 32;
 
 /// How many nodes at the bottom of a path are prefetched when its descent ends: the boxes
 /// measured and the statistics combined are mostly there.
