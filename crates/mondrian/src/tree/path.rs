@@ -11,7 +11,7 @@ pub const LOCKSTEP: usize = 32;
 
 /// How many nodes at the bottom of a path are prefetched when its descent ends: the boxes
 /// measured and the statistics combined are mostly there.
-pub(crate) const BOTTOM: usize = 5;
+pub(crate) const BOTTOM: usize = 7;
 
 /// One node on the path of `x`, with the probability mass the prediction puts on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
