@@ -533,13 +533,12 @@ impl MondrianTree {
     pub(crate) fn prefetch_box(&self, node: u32, features: &[Feature]) {
         if let Some(&Node { slot, .. }) = self.nodes.get(node as usize) {
             let d = self.n_features;
-            let (start, lines) = match slot & POINT_BOX {
+            let (start, floats) = match slot & POINT_BOX {
                 0 => (self.bounds.get(2 * d * slot as usize), 2 * d),
                 _ => (features.get(d * (slot & !POINT_BOX) as usize), d),
             };
             if let Some(first) = start {
-                let bytes = lines * std::mem::size_of::<Feature>();
-                // `lines` counts floats here; the prefetch counts 64-byte cache lines.
+                let bytes = floats * std::mem::size_of::<Feature>();
                 prefetch_lines(
                     first as *const Feature as *const u8,
                     bytes.div_ceil(64).min(16),
