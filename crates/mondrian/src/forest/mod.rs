@@ -653,15 +653,15 @@ pub(crate) fn grow_trees<S>(
             }
         }
     };
-    let stream = end - start <= STREAM_POINTS && trees.len() >= STREAM_MIN_TREES;
-    if pool.is_serial()
-        || !stream && trees.len() <= TREE_GROUP
-        || end - start == 1 && trees.len() < STREAM_MIN_TREES
-    {
-        trees.chunks_mut(group).enumerate().for_each(work);
-    } else if let Some(helpers) = pool.helpers().filter(|_| stream) {
-        // A point (or a few) of a stream: the caller and each helper take an equal share
-        // of whole groups.
+    // A point (or a few) of a stream goes to the helpers if there are any and enough
+    // trees to share; without them it stays on this thread, as does work of one group.
+    let streamed = end - start <= STREAM_POINTS;
+    let helpers = match streamed && trees.len() >= STREAM_MIN_TREES {
+        true => pool.helpers(),
+        false => None,
+    };
+    if let Some(helpers) = helpers {
+        // The caller and each helper take an equal share of whole groups.
         let share = trees.len().div_ceil(group).div_ceil(helpers.shares()) * group;
         let work = &work;
         let mut shares: Vec<_> = trees
@@ -680,6 +680,8 @@ pub(crate) fn grow_trees<S>(
             .map(|share| share as &mut helpers::Job<'_>)
             .collect();
         helpers.run(&mut jobs);
+    } else if pool.is_serial() || streamed || trees.len() <= TREE_GROUP {
+        trees.chunks_mut(group).enumerate().for_each(work);
     } else {
         pool.install(|| trees.par_chunks_mut(group).enumerate().for_each(work));
     }

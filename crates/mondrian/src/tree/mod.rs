@@ -470,25 +470,27 @@ impl MondrianTree {
             .then_some(POINT_BOX | first)
     }
 
-    /// Appends a box (lower then upper) to `bounds` and returns its slot.
-    fn store_box(&mut self, bounds: &[Feature]) -> u32 {
+    /// The slot of the next box appended to `bounds`.
+    fn fresh_slot(&self) -> u32 {
         let slot = self.bounds.len() / (2 * self.n_features).max(1);
         assert!(
             slot < POINT_BOX as usize,
             "more boxes than a tree can index"
         );
-        self.bounds.extend_from_slice(bounds);
         slot as u32
+    }
+
+    /// Appends a box (lower then upper) to `bounds` and returns its slot.
+    fn store_box(&mut self, bounds: &[Feature]) -> u32 {
+        let slot = self.fresh_slot();
+        self.bounds.extend_from_slice(bounds);
+        slot
     }
 
     /// Stores a copy of `node`'s box and returns its slot.
     fn copy_box(&mut self, node: u32, features: &[Feature]) -> u32 {
         let (d, slot) = (self.n_features, self.nodes[node as usize].slot);
-        let fresh = self.bounds.len() / (2 * d).max(1);
-        assert!(
-            fresh < POINT_BOX as usize,
-            "more boxes than a tree can index"
-        );
+        let fresh = self.fresh_slot();
         if slot & POINT_BOX == 0 {
             let s = 2 * d * slot as usize;
             self.bounds.extend_from_within(s..s + 2 * d);
@@ -498,7 +500,7 @@ impl MondrianTree {
             self.bounds.extend_from_slice(row);
             self.bounds.extend_from_slice(row);
         }
-        fresh as u32
+        fresh
     }
 
     /// The node record, slot, point list and statistics of a new node.
@@ -802,10 +804,8 @@ impl MondrianTree {
                 // points, the old ones plus this one: above it, the change is the point's.
                 let reaches_parent = stats.absorb_leaf(j, y, weight);
                 if !stays_paused {
-                    self.nodes[ju].set_paused(false);
                     let set = std::mem::take(&mut self.points[ju]);
-                    let tp = self.parent_split_time(j);
-                    self.sample_block(j, set, tp, data, stats, rng);
+                    self.resample(j, set, data, stats, rng);
                 }
                 if reaches_parent {
                     self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
@@ -949,9 +949,10 @@ impl MondrianTree {
         }
     }
 
-    /// Un-pauses leaf `node`: re-samples its block from its parent's time on all its
-    /// `points` (\[P\] Alg. 10), which also sets the new subtree's statistics, and carries
-    /// the change upwards.
+    /// Un-pauses leaf `node`: re-samples its block on all its `points` ([`resample`]) and
+    /// carries the change upwards.
+    ///
+    /// [`resample`]: Self::resample
     fn unpause<S: NodeStatistics, R: Rng + ?Sized>(
         &mut self,
         node: u32,
@@ -960,11 +961,24 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
-        let j = node as usize;
-        self.nodes[j].set_paused(false);
+        self.resample(node, points, data, stats, rng);
+        self.propagate_recompute(self.nodes[node as usize].parent, stats);
+    }
+
+    /// Re-samples paused leaf `node`'s block from its parent's time on `points` (\[P\]
+    /// Alg. 10), which also sets the new subtree's statistics; the ancestors are the
+    /// caller's to update.
+    fn resample<S: NodeStatistics, R: Rng + ?Sized>(
+        &mut self,
+        node: u32,
+        points: Vec<u32>,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+        rng: &mut R,
+    ) {
+        self.nodes[node as usize].set_paused(false);
         let tp = self.parent_split_time(node);
         self.sample_block(node, points, tp, data, stats, rng);
-        self.propagate_recompute(self.nodes[j].parent, stats);
     }
 
     /// Grows the box of `node` by the box `[lo, hi]`.
@@ -1223,9 +1237,10 @@ impl MondrianTree {
                     if self.nodes[ju].paused() && !pauses {
                         return Err(format!("paused leaf {j} fails the pause predicate"));
                     }
+                    let (lower, upper) = self.data_box(j, f);
                     if self.lifetime.is_infinite()
                         && !pauses
-                        && linear_dimension(self.data_box(j, f).0, self.data_box(j, f).1) > 0.0
+                        && linear_dimension(lower, upper) > 0.0
                     {
                         return Err(format!("leaf {j} with λ = ∞ has a positive extent"));
                     }
@@ -1242,7 +1257,8 @@ impl MondrianTree {
                     .iter()
                     .map(|&i| data.row(i)[dim])
                     .fold(Feature::NEG_INFINITY, Feature::max);
-                if lo != self.data_box(j, f).0[dim] || hi != self.data_box(j, f).1[dim] {
+                let (lower, upper) = self.data_box(j, f);
+                if lo != lower[dim] || hi != upper[dim] {
                     return Err(format!(
                         "node {j}: box is not the bounding box in dim {dim}"
                     ));
