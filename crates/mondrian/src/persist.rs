@@ -12,14 +12,14 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (7: a node's box slot and pause flag
-/// sit in its record; 6: a leaf of a single point stores no box, trees keep a box slot per
-/// node; 5: the regressor keeps the PITs that
-/// recalibrate its intervals; 4: the point store keeps the
-/// cross-validated choice of the relevance power; 3: scalers carry feature weights;
-/// 2: the classifier keeps its points in the shared point store; files of earlier versions
-/// are refused with a clear error).
-pub const FORMAT_VERSION: u32 = 7;
+/// Version of the on-disk format written by this build (8: a leaf keeps up to two point
+/// ids in its record, only longer point lists are kept apart; 7: a node's box slot and
+/// pause flag sit in its record; 6: a leaf of a single point stores no box, trees keep a
+/// box slot per node; 5: the regressor keeps the PITs that recalibrate its intervals; 4:
+/// the point store keeps the cross-validated choice of the relevance power; 3: scalers
+/// carry feature weights; 2: the classifier keeps its points in the shared point store;
+/// files of earlier versions are refused with a clear error).
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Writes `value` with the header for model kind `kind`.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {

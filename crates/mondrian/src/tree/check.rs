@@ -2,11 +2,11 @@
 //! tree no training could grow (a hand-edited or foreign file), and every walk over the
 //! arena assumes the invariants checked here.
 
-use super::{MondrianTree, Node, NO_BOX, NO_NODE, POINT_BOX};
+use super::{MondrianTree, Node, INLINE_POINTS, NO_BOX, NO_NODE, POINT_BOX, SPILLED};
 
 impl MondrianTree {
-    /// Checks a tree read from a file: one box and one point list per node, a root without
-    /// parent, every node reached exactly once from it (so no cycle and no orphan), each
+    /// Checks a tree read from a file: one box per node, leaves whose points are in their
+    /// record or in a list of their own, a root without parent, every node reached exactly once from it (so no cycle and no orphan), each
     /// internal node with two children that name it as parent and a split dimension below
     /// the width, finite boxes, cuts and split times that grow down every path, and leaf
     /// point ids below `n_points`. Reports the first problem found.
@@ -16,11 +16,32 @@ impl MondrianTree {
             return Err("a tree's lifetime is not ≥ 0".into());
         }
         if n >= NO_NODE as usize
-            || self.points.len() != n
+            || self.lists.len() != self.list_owner.len()
             || !self.bounds.len().is_multiple_of((2 * d).max(1))
             || self.bounds.len() / (2 * d).max(1) > n
         {
             return Err("a tree's node arrays disagree in length".into());
+        }
+        // Each list belongs to the one leaf that names it, and a leaf holds its points inline
+        // (at most INLINE_POINTS) or in its list.
+        for (k, &owner) in self.list_owner.iter().enumerate() {
+            match self.nodes.get(owner as usize) {
+                Some(node)
+                    if node.left == NO_NODE
+                        && node.count() == SPILLED
+                        && node.pair[0] as usize == k
+                        && !self.lists[k].is_empty() => {}
+                _ => return Err("a tree's point lists do not match its leaves".into()),
+            }
+        }
+        for (j, node) in self.nodes.iter().enumerate() {
+            let fits = match node.count() {
+                SPILLED => self.list_owner.get(node.pair[0] as usize) == Some(&(j as u32)),
+                count => count as usize <= INLINE_POINTS,
+            };
+            if node.left == NO_NODE && !fits {
+                return Err("a tree's point lists do not match its leaves".into());
+            }
         }
         // Each stored box belongs to one node; a box that is a point belongs to a leaf
         // holding only that point.
@@ -33,7 +54,7 @@ impl MondrianTree {
                 }
             } else {
                 let i = slot & !POINT_BOX;
-                let points = &self.points[j];
+                let points = self.leaf_points(j as u32);
                 if slot == NO_BOX
                     || i as usize >= n_points
                     || points.is_empty()
@@ -81,19 +102,22 @@ impl MondrianTree {
                 return Err("a tree node's box is not finite".into());
             }
             if node.left == NO_NODE {
-                if node.right != NO_NODE {
-                    return Err("a tree leaf has a right child".into());
-                }
-                if self.points[j].iter().any(|&i| i as usize >= n_points) {
+                if self
+                    .leaf_points(j as u32)
+                    .iter()
+                    .any(|&i| i as usize >= n_points)
+                {
                     return Err("a tree leaf holds a point the model does not have".into());
                 }
                 continue;
             }
-            if !node.tau.is_finite() || node.split_dim as usize >= d || !node.split_loc.is_finite()
+            if !node.tau.is_finite()
+                || node.split_dim as usize >= d
+                || !node.split_loc().is_finite()
             {
                 return Err("a tree's split is not valid".into());
             }
-            for child in [node.left, node.right] {
+            for child in [node.left, node.right()] {
                 if child as usize >= n || self.nodes[child as usize].parent as usize != j {
                     return Err("a tree's children do not match their parent".into());
                 }

@@ -11,7 +11,9 @@
 //! buffer `bounds` (lower corner, then upper, D floats each) at the position its record's
 //! `slot` names, except for a leaf whose points are all one training point: its box is that
 //! point, and the slot names the point instead (about a third of all nodes, so a third less
-//! box memory; the training features are passed to whatever reads boxes).
+//! box memory; the training features are passed to whatever reads boxes). A leaf keeps up
+//! to two point ids in its own record (in the fields an internal node uses for its right
+//! child and split location); only a leaf with more has a list in `lists`.
 
 mod check;
 mod path;
@@ -44,7 +46,8 @@ pub fn prefetch_lines(ptr: *const u8, lines: usize) {
     let _ = (ptr, lines);
 }
 
-/// Point ids a new online leaf has room for.
+/// Point ids a leaf's own list has room for when it is made: the allocator's smallest
+/// block holds six, so an online leaf that takes a few more points grows without moving.
 const LEAF_ROOM: usize = 6;
 
 /// Sentinel for "no node".
@@ -200,7 +203,10 @@ pub struct MondrianTree {
     root: u32,
     nodes: Vec<Node>,
     bounds: Vec<Feature>,
-    points: Vec<Vec<u32>>,
+    /// The point lists of leaves holding more than [`INLINE_POINTS`] ids (a leaf with fewer
+    /// keeps them in its record), in no order, each with the leaf that owns it.
+    lists: Vec<Vec<u32>>,
+    list_owner: Vec<u32>,
     /// Reused buffer for the route of the point being inserted: each node with the point's
     /// η there (filled from the first node outside down).
     #[serde(skip)]
@@ -209,18 +215,23 @@ pub struct MondrianTree {
 
 /// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
 /// line serves a step and names the node's box (the box and the statistics live in their
-/// own flat buffers).
+/// own flat buffers). A leaf has no split: its record holds its point ids instead, when
+/// they are few (most leaves hold one or two points), so an insertion that ends there finds
+/// them in the line it has just loaded, and no leaf needs a list of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[repr(C)]
 struct Node {
     /// Absolute split time τ; λ for leaves.
     tau: f64,
     parent: u32,
+    /// The left child; `NO_NODE` marks a leaf.
     left: u32,
-    right: u32,
-    /// Split dimension, with [`PAUSED`] set on a paused leaf (whose dimension is unused).
+    /// Internal node: the right child and the bits of the split location. Leaf: its
+    /// first [`Node::count`] point ids, or the index of its list in `lists`.
+    pair: [u32; 2],
+    /// Internal node: the split dimension. Leaf: how many point ids `pair` holds, or
+    /// [`SPILLED`]; with [`PAUSED`] set on a paused leaf.
     split_dim: u32,
-    split_loc: Feature,
     /// The index of the node's box in `bounds` (in boxes of 2·D floats), or
     /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `NO_BOX` while unset.
     slot: u32,
@@ -232,10 +243,39 @@ const _: () = assert!(std::mem::size_of::<Node>() == 32);
 /// Flag in [`Node::split_dim`] of a paused leaf.
 const PAUSED: u32 = 1 << 31;
 
+/// How many point ids a leaf keeps in its record.
+const INLINE_POINTS: usize = 2;
+
+/// [`Node::count`] of a leaf whose points are in `lists`.
+const SPILLED: u32 = INLINE_POINTS as u32 + 1;
+
 impl Node {
     #[inline(always)]
     fn dim(&self) -> usize {
         (self.split_dim & !PAUSED) as usize
+    }
+    /// The right child of an internal node.
+    #[inline(always)]
+    fn right(&self) -> u32 {
+        self.pair[0]
+    }
+    /// The split location of an internal node.
+    #[inline(always)]
+    fn split_loc(&self) -> Feature {
+        Feature::from_bits(self.pair[1])
+    }
+    /// Sets an internal node's split.
+    fn set_split(&mut self, dim: usize, loc: Feature) {
+        self.split_dim = dim as u32;
+        self.pair[1] = loc.to_bits();
+    }
+    /// A leaf's inline point count, or [`SPILLED`].
+    #[inline(always)]
+    fn count(&self) -> u32 {
+        self.split_dim & !PAUSED
+    }
+    fn set_count(&mut self, count: u32) {
+        self.split_dim = (self.split_dim & PAUSED) | count;
     }
     #[inline(always)]
     fn paused(&self) -> bool {
@@ -261,7 +301,8 @@ impl MondrianTree {
             root: NO_NODE,
             nodes: Vec::new(),
             bounds: Vec::new(),
-            points: Vec::new(),
+            lists: Vec::new(),
+            list_owner: Vec::new(),
             path: Vec::new(),
         }
     }
@@ -298,7 +339,7 @@ impl MondrianTree {
     /// Children `(left, right)` of an internal node.
     pub fn children(&self, node: u32) -> Option<(u32, u32)> {
         let l = self.nodes[node as usize].left;
-        (l != NO_NODE).then(|| (l, self.nodes[node as usize].right))
+        (l != NO_NODE).then(|| (l, self.nodes[node as usize].right()))
     }
     /// Parent of `node`.
     pub fn parent(&self, node: u32) -> Option<u32> {
@@ -311,7 +352,7 @@ impl MondrianTree {
     }
     /// Split location ξ of an internal node.
     pub fn split_location(&self, node: u32) -> Feature {
-        self.nodes[node as usize].split_loc
+        self.nodes[node as usize].split_loc()
     }
     /// Absolute split time τ (λ for leaves).
     pub fn split_time(&self, node: u32) -> f64 {
@@ -352,16 +393,101 @@ impl MondrianTree {
     }
     /// Training point ids held by a leaf (with multiplicity); empty for internal nodes.
     pub fn leaf_points(&self, node: u32) -> &[u32] {
-        &self.points[node as usize]
+        let record = &self.nodes[node as usize];
+        if record.left != NO_NODE {
+            return &[];
+        }
+        match record.count() {
+            SPILLED => &self.lists[record.pair[0] as usize],
+            n => &record.pair[..n as usize],
+        }
+    }
+
+    /// Takes leaf `node`'s points out of it (the leaf then holds none).
+    fn take_leaf_points(&mut self, node: u32) -> Vec<u32> {
+        let j = node as usize;
+        let record = self.nodes[j];
+        self.nodes[j].set_count(0);
+        match record.count() {
+            SPILLED => {
+                let k = record.pair[0] as usize;
+                let list = self.lists.swap_remove(k);
+                self.list_owner.swap_remove(k);
+                // The list that filled the hole tells its leaf where it went.
+                if let Some(&moved) = self.list_owner.get(k) {
+                    self.nodes[moved as usize].pair[0] = k as u32;
+                }
+                list
+            }
+            n => record.pair[..n as usize].to_vec(),
+        }
+    }
+
+    /// Makes `points` leaf `node`'s points (it must hold none): in its record if they fit,
+    /// else in a list of its own.
+    fn put_leaf_points(&mut self, node: u32, points: &[u32]) {
+        let j = node as usize;
+        debug_assert_eq!(self.nodes[j].count(), 0, "leaf {node} already holds points");
+        if points.len() <= INLINE_POINTS {
+            self.nodes[j].pair[..points.len()].copy_from_slice(points);
+            self.nodes[j].set_count(points.len() as u32);
+        } else {
+            // Room to grow without moving: the allocator's smallest block holds six ids.
+            let mut list = Vec::with_capacity(points.len().max(LEAF_ROOM));
+            list.extend_from_slice(points);
+            self.spill(node, list);
+        }
+    }
+
+    /// Moves leaf `node`'s points to `list`, which then belongs to it.
+    fn spill(&mut self, node: u32, list: Vec<u32>) {
+        let j = node as usize;
+        self.nodes[j].pair[0] = self.lists.len() as u32;
+        self.nodes[j].set_count(SPILLED);
+        self.lists.push(list);
+        self.list_owner.push(node);
+    }
+
+    /// Adds `weight` copies of `point` to leaf `node`'s points.
+    fn push_leaf_point(&mut self, node: u32, point: u32, weight: u32) {
+        let j = node as usize;
+        let w = weight as usize;
+        match self.nodes[j].count() {
+            SPILLED => {
+                let k = self.nodes[j].pair[0] as usize;
+                self.lists[k].extend(std::iter::repeat_n(point, w));
+            }
+            n if n as usize + w <= INLINE_POINTS => {
+                let n = n as usize;
+                self.nodes[j].pair[n..n + w].fill(point);
+                self.nodes[j].set_count((n + w) as u32);
+            }
+            n => {
+                let n = n as usize;
+                let mut list = Vec::with_capacity((n + w).max(LEAF_ROOM));
+                list.extend_from_slice(&self.nodes[j].pair[..n]);
+                list.extend(std::iter::repeat_n(point, w));
+                self.spill(node, list);
+            }
+        }
+    }
+
+    /// Number of points (with multiplicity) leaf `node` holds.
+    fn leaf_len(&self, node: u32) -> usize {
+        let record = &self.nodes[node as usize];
+        match record.count() {
+            SPILLED => self.lists[record.pair[0] as usize].len(),
+            n => n as usize,
+        }
     }
     /// The child `x` is routed to: left iff `x[δ] ≤ ξ` (spec §1.2).
     #[inline]
     pub fn route(&self, node: u32, x: &[Feature]) -> u32 {
         let j = node as usize;
-        if x[self.nodes[j].dim()] <= self.nodes[j].split_loc {
+        if x[self.nodes[j].dim()] <= self.nodes[j].split_loc() {
             self.nodes[j].left
         } else {
-            self.nodes[j].right
+            self.nodes[j].right()
         }
     }
     /// The leaf `x` is routed to (the tree must not be empty).
@@ -401,7 +527,7 @@ impl MondrianTree {
                     stack.push((r, depth + 1));
                     stack.push((l, depth + 1));
                 }
-                None => out.push((depth, self.points[j as usize].len())),
+                None => out.push((depth, self.leaf_len(j))),
             }
         }
         out
@@ -415,12 +541,14 @@ impl MondrianTree {
         }
         depths.iter().map(|&(d, n)| (d * n) as f64).sum::<f64>() / total as f64
     }
-    /// Heap bytes held by the structure (node records, stored boxes, leaf point ids).
+    /// Heap bytes held by the structure (node records, stored boxes, the point lists of
+    /// leaves whose ids do not fit in their record).
     pub fn heap_bytes(&self) -> usize {
-        let per_node = std::mem::size_of::<Node>() + std::mem::size_of::<Vec<u32>>();
-        self.n_nodes() * per_node
+        let per_list = std::mem::size_of::<Vec<u32>>() + std::mem::size_of::<u32>();
+        self.n_nodes() * std::mem::size_of::<Node>()
             + std::mem::size_of_val(self.bounds.as_slice())
-            + self.points.iter().map(|p| p.len() * 4).sum::<usize>()
+            + self.lists.len() * per_list
+            + self.lists.iter().map(|p| p.len() * 4).sum::<usize>()
     }
 
     /// Nodes of the subtree rooted at `node`, parents before children, left before right.
@@ -503,19 +631,17 @@ impl MondrianTree {
         fresh
     }
 
-    /// The node record, slot, point list and statistics of a new node.
+    /// The node record, slot and statistics of a new node: a leaf without points.
     fn push_node<S: NodeStatistics>(&mut self, parent: u32, slot: u32, stats: &mut S) -> u32 {
         let id = self.nodes.len() as u32;
         self.nodes.push(Node {
             tau: self.lifetime,
             parent,
             left: NO_NODE,
-            right: NO_NODE,
+            pair: [NO_NODE; 2],
             split_dim: 0,
-            split_loc: 0.0,
             slot,
         });
-        self.points.push(Vec::new());
         stats.resize(self.nodes.len());
         id
     }
@@ -603,9 +729,7 @@ impl MondrianTree {
             }
             tree.fit_box(j, &points, data);
             match part {
-                Layout::Leaf(p) => {
-                    tree.make_leaf(j, p.clone(), pause.holds(p, stats, data.targets))
-                }
+                Layout::Leaf(p) => tree.make_leaf(j, p, pause.holds(p, stats, data.targets)),
                 Layout::Split {
                     tau,
                     dim,
@@ -626,11 +750,12 @@ impl MondrianTree {
                         }
                     }
                     let node = &mut tree.nodes[j as usize];
-                    (node.tau, node.split_dim, node.split_loc) = (*tau, *dim as u32, *loc);
+                    node.tau = *tau;
+                    node.set_split(*dim, *loc);
                     let l = tree.new_node(j, stats);
                     let r = tree.new_node(j, stats);
                     tree.nodes[j as usize].left = l;
-                    tree.nodes[j as usize].right = r;
+                    tree.nodes[j as usize].pair[0] = r;
                     stack.push((r, right, *tau));
                     stack.push((l, left, *tau));
                 }
@@ -641,7 +766,7 @@ impl MondrianTree {
                 Some((l, r)) => {
                     stats.set_internal(j, l, r);
                 }
-                None => stats.set_leaf(j, &tree.points[j as usize], data.targets),
+                None => stats.set_leaf(j, tree.leaf_points(j), data.targets),
             }
         }
         Ok(tree)
@@ -676,7 +801,6 @@ impl MondrianTree {
         let max_nodes = 2 * points.len() - 1;
         self.nodes.reserve(max_nodes);
         self.bounds.reserve(max_nodes * 2 * self.n_features);
-        self.points.reserve(max_nodes);
         stats.reserve(max_nodes);
         self.root = self.new_node(NO_NODE, stats);
         self.sample_block(self.root, points, 0.0, data, stats, rng);
@@ -703,33 +827,29 @@ impl MondrianTree {
         let mut child_boxes = vec![0.0; 4 * self.n_features];
         while let Some((j, start, end, tp)) = stack.pop() {
             let ju = j as usize;
-            self.nodes[ju].left = NO_NODE;
-            self.nodes[ju].right = NO_NODE;
             let set = &mut indices[start..end];
             if self.pause.holds(set, stats, data.targets) {
-                self.make_leaf(j, set.to_vec(), true);
+                self.make_leaf(j, set, true);
                 continue;
             }
             let (lower, upper) = self.data_box(j, data.features);
             let extent = linear_dimension(lower, upper);
             let t = tp + split_time(rng, extent);
             if t >= self.lifetime {
-                self.make_leaf(j, set.to_vec(), false);
+                self.make_leaf(j, set, false);
                 continue;
             }
             let dim = sample_side(rng, lower, upper, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
             self.nodes[ju].tau = t;
-            self.nodes[ju].split_dim = dim as u32;
-            self.nodes[ju].split_loc = loc;
-            self.nodes[ju].set_paused(false);
+            self.nodes[ju].set_split(dim, loc);
             let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
             let (left_box, right_box) = child_boxes.split_at(2 * self.n_features);
             let (left_set, right_set) = set.split_at(n_left);
             let l = self.new_node_with_box(j, left_set, left_box, stats);
             let r = self.new_node_with_box(j, right_set, right_box, stats);
             self.nodes[ju].left = l;
-            self.nodes[ju].right = r;
+            self.nodes[ju].pair[0] = r;
             stack.push((r, start + n_left, end, t));
             stack.push((l, start, start + n_left, t));
         }
@@ -738,16 +858,20 @@ impl MondrianTree {
                 Some((l, r)) => {
                     stats.set_internal(j, l, r);
                 }
-                None => stats.set_leaf(j, &self.points[j as usize], data.targets),
+                None => stats.set_leaf(j, self.leaf_points(j), data.targets),
             }
         }
     }
 
-    fn make_leaf(&mut self, node: u32, points: Vec<u32>, paused: bool) {
+    /// Makes `node`, which holds no points, a leaf holding `points`.
+    fn make_leaf(&mut self, node: u32, points: &[u32], paused: bool) {
         let j = node as usize;
+        debug_assert!(self.nodes[j].left != NO_NODE || self.nodes[j].count() == 0);
         self.nodes[j].tau = self.lifetime;
+        self.nodes[j].left = NO_NODE;
+        self.nodes[j].split_dim = 0;
         self.nodes[j].set_paused(paused);
-        self.points[j] = points;
+        self.put_leaf_points(node, points);
     }
 
     /// Online extension by training point `point` with multiplicity `weight ≥ 1`
@@ -795,16 +919,16 @@ impl MondrianTree {
             let j = self.path[k].0;
             let ju = j as usize;
             if self.nodes[ju].paused() {
-                let stays_paused =
-                    self.pause
-                        .holds_after(self.points[ju].len(), weight, stats, j, y);
+                let stays_paused = self
+                    .pause
+                    .holds_after(self.leaf_len(j), weight, stats, j, y);
                 self.extend_box(j, point, data);
-                self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
+                self.push_leaf_point(j, point, weight);
                 // Re-sampling the block below leaves the node's statistics those of its
                 // points, the old ones plus this one: above it, the change is the point's.
                 let reaches_parent = stats.absorb_leaf(j, y, weight);
                 if !stays_paused {
-                    let set = std::mem::take(&mut self.points[ju]);
+                    let set = self.take_leaf_points(j);
                     self.resample(j, set, data, stats, rng);
                 }
                 if reaches_parent {
@@ -821,7 +945,7 @@ impl MondrianTree {
             }
             self.extend_box(j, point, data);
             if self.is_leaf(j) {
-                self.points[ju].extend(std::iter::repeat_n(point, weight as usize));
+                self.push_leaf_point(j, point, weight);
                 if stats.absorb_leaf(j, y, weight) {
                     self.propagate_absorb(self.nodes[ju].parent, y, weight, stats);
                 }
@@ -886,11 +1010,11 @@ impl MondrianTree {
             }
             if self.nodes[ju].paused() {
                 self.grow_box_by(j, &lo, &hi, &set, data.features);
-                let mut all = std::mem::take(&mut self.points[ju]);
+                let mut all = self.take_leaf_points(j);
                 all.extend_from_slice(&set);
                 if self.pause.holds(&all, stats, data.targets) {
                     stats.set_leaf(j, &all, data.targets);
-                    self.points[ju] = all;
+                    self.put_leaf_points(j, &all);
                     self.propagate_recompute(self.nodes[ju].parent, stats);
                 } else {
                     self.unpause(j, all, data, stats, rng);
@@ -917,7 +1041,7 @@ impl MondrianTree {
                 let sibling = self.new_node(parent, stats);
                 let pu = parent as usize;
                 if cut.point_goes_right {
-                    self.nodes[pu].right = sibling;
+                    self.nodes[pu].pair[0] = sibling;
                 } else {
                     self.nodes[pu].left = sibling;
                 }
@@ -931,17 +1055,19 @@ impl MondrianTree {
             self.grow_box_by(j, &lo, &hi, &set, data.features);
             if self.is_leaf(j) {
                 // A leaf at the end of its lifetime takes the points.
-                self.points[ju].extend_from_slice(&set);
-                stats.set_leaf(j, &self.points[ju], data.targets);
+                let mut all = self.take_leaf_points(j);
+                all.extend_from_slice(&set);
+                self.put_leaf_points(j, &all);
+                stats.set_leaf(j, self.leaf_points(j), data.targets);
                 self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
             }
-            let (dim, loc) = (self.nodes[ju].dim(), self.nodes[ju].split_loc);
+            let (dim, loc) = (self.nodes[ju].dim(), self.nodes[ju].split_loc());
             let (left, right): (Vec<u32>, Vec<u32>) =
                 set.iter().partition(|&&i| data.row(i)[dim] <= loc);
             let tau = self.nodes[ju].tau;
             if !right.is_empty() {
-                stack.push((self.nodes[ju].right, right, tau));
+                stack.push((self.nodes[ju].right(), right, tau));
             }
             if !left.is_empty() {
                 stack.push((self.nodes[ju].left, left, tau));
@@ -1019,16 +1145,15 @@ impl MondrianTree {
         } else if self.nodes[old_parent as usize].left == node {
             self.nodes[old_parent as usize].left = new_parent;
         } else {
-            self.nodes[old_parent as usize].right = new_parent;
+            self.nodes[old_parent as usize].pair[0] = new_parent;
         }
-        self.nodes[np].split_dim = dim as u32;
-        self.nodes[np].split_loc = loc;
+        self.nodes[np].set_split(dim, loc);
         self.nodes[np].tau = tau;
         self.nodes[np].slot = self.copy_box(node, features);
         if self.data_box(node, features).1[dim] <= loc {
             self.nodes[np].left = node;
         } else {
-            self.nodes[np].right = node;
+            self.nodes[np].pair[0] = node;
         }
         self.nodes[node as usize].parent = new_parent;
         new_parent
@@ -1080,9 +1205,12 @@ impl MondrianTree {
             for &(j, _) in self.path.iter().rev().take(path::BOTTOM) {
                 self.prefetch_box(j, features);
             }
-            // The leaf's point list, which the insertion appends to.
-            if let Some(points) = self.points.get(node as usize) {
-                prefetch_lines(points as *const Vec<u32> as *const u8, 1);
+            // The leaf's own point list, if its points are not in its record.
+            let record = &self.nodes[node as usize];
+            if record.count() == SPILLED {
+                if let Some(list) = self.lists.get(record.pair[0] as usize) {
+                    prefetch_lines(list as *const Vec<u32> as *const u8, 1);
+                }
             }
             return NO_NODE;
         }
@@ -1121,7 +1249,7 @@ impl MondrianTree {
         self.new_leaf(leaf, point, weight, data, stats);
         let np = new_parent as usize;
         if cut.point_goes_right {
-            self.nodes[np].right = leaf;
+            self.nodes[np].pair[0] = leaf;
         } else {
             self.nodes[np].left = leaf;
         }
@@ -1140,13 +1268,18 @@ impl MondrianTree {
         data: &TrainingPoints<S::Target>,
         stats: &mut S,
     ) {
-        // Room for a few more points at no cost in memory (the allocator's smallest block
-        // holds six ids): an online leaf that takes more points grows without moving.
-        let mut set = Vec::with_capacity((weight as usize).max(LEAF_ROOM));
-        set.extend(std::iter::repeat_n(point, weight as usize));
-        self.fit_box(node, &set, data);
-        let paused = self.pause.holds(&set, stats, data.targets);
-        stats.set_leaf(node, &set, data.targets);
+        let w = weight as usize;
+        let (few, many);
+        let set: &[u32] = if w <= INLINE_POINTS {
+            few = [point; INLINE_POINTS];
+            &few[..w]
+        } else {
+            many = vec![point; w];
+            &many
+        };
+        self.fit_box(node, set, data);
+        let paused = self.pause.holds(set, stats, data.targets);
+        stats.set_leaf(node, set, data.targets);
         self.make_leaf(node, set, paused);
     }
 
@@ -1165,7 +1298,7 @@ impl MondrianTree {
     fn propagate_recompute<S: NodeStatistics>(&self, mut node: u32, stats: &mut S) {
         while node != NO_NODE {
             let j = node as usize;
-            if !stats.set_internal(node, self.nodes[j].left, self.nodes[j].right) {
+            if !stats.set_internal(node, self.nodes[j].left, self.nodes[j].right()) {
                 break;
             }
             node = self.nodes[j].parent;
@@ -1201,11 +1334,8 @@ impl MondrianTree {
                     if self.nodes[l as usize].parent != j || self.nodes[r as usize].parent != j {
                         return Err(format!("node {j}: child parent pointer broken"));
                     }
-                    if !self.points[ju].is_empty() {
-                        return Err(format!("internal node {j} holds points"));
-                    }
                     let dim = self.nodes[ju].dim();
-                    let loc = self.nodes[ju].split_loc;
+                    let loc = self.nodes[ju].split_loc();
                     let (lower, upper) = self.data_box(j, f);
                     if !(lower[dim] <= loc && loc < upper[dim]) {
                         return Err(format!("node {j}: split {loc} outside its box"));
@@ -1227,13 +1357,13 @@ impl MondrianTree {
                     under[ju] = all;
                 }
                 None => {
-                    if self.points[ju].is_empty() {
+                    if self.leaf_points(j).is_empty() {
                         return Err(format!("leaf {j} is empty"));
                     }
                     if self.nodes[ju].tau != self.lifetime {
                         return Err(format!("leaf {j}: τ ≠ λ"));
                     }
-                    let pauses = self.pause.holds(&self.points[ju], stats, data.targets);
+                    let pauses = self.pause.holds(self.leaf_points(j), stats, data.targets);
                     if self.nodes[ju].paused() && !pauses {
                         return Err(format!("paused leaf {j} fails the pause predicate"));
                     }
@@ -1244,7 +1374,7 @@ impl MondrianTree {
                     {
                         return Err(format!("leaf {j} with λ = ∞ has a positive extent"));
                     }
-                    under[ju] = self.points[ju].clone();
+                    under[ju] = self.leaf_points(j).to_vec();
                 }
             }
             // Box equals the bounding box of the points below.
@@ -1315,4 +1445,152 @@ fn partition_into_boxes<T: Copy>(
         "a split left a side empty"
     );
     n_left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Statistics that keep nothing: the point storage alone is under test.
+    struct NoStats;
+
+    impl NodeStatistics for NoStats {
+        type Target = u32;
+        fn resize(&mut self, _: usize) {}
+        fn set_leaf(&mut self, _: u32, _: &[u32], _: &[u32]) {}
+        fn set_internal(&mut self, _: u32, _: u32, _: u32) -> bool {
+            false
+        }
+        fn set_parent_of(&mut self, _: u32, _: u32) {}
+        fn absorb_leaf(&mut self, _: u32, _: u32, _: u32) -> bool {
+            false
+        }
+        fn absorb_internal(&mut self, _: u32, _: u32, _: u32) -> bool {
+            false
+        }
+        fn is_pure(&self, _: &[u32], _: &[u32]) -> bool {
+            false
+        }
+        fn stays_pure(&self, _: u32, _: u32) -> bool {
+            false
+        }
+        fn bytes_per_node(&self) -> usize {
+            0
+        }
+    }
+
+    /// Random puts, pushes and takes on 24 leaves keep every leaf's points equal to a plain
+    /// per-leaf list, whether they sit in the record or in a list, and keep the lists one
+    /// per spilled leaf (the fix-up after a list is swapped into a hole included).
+    #[test]
+    fn leaf_points_match_a_plain_list_per_leaf() {
+        let mut tree = MondrianTree::new(1, f64::INFINITY, PauseRule::NEVER);
+        let n = 24u32;
+        for _ in 0..n {
+            tree.push_node(NO_NODE, NO_BOX, &mut NoStats);
+        }
+        let mut plain: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let (mut spills, mut takes_of_lists) = (0, 0);
+        for step in 0..5000u32 {
+            let j = rng.gen_range(0..n);
+            let ju = j as usize;
+            match rng.gen_range(0..4) {
+                0 | 1 => {
+                    let weight = rng.gen_range(1..4);
+                    let before = tree.nodes[ju].count();
+                    tree.push_leaf_point(j, step, weight);
+                    plain[ju].extend(std::iter::repeat_n(step, weight as usize));
+                    spills += usize::from(before != SPILLED && tree.nodes[ju].count() == SPILLED);
+                }
+                2 => {
+                    takes_of_lists += usize::from(tree.nodes[ju].count() == SPILLED);
+                    assert_eq!(tree.take_leaf_points(j), std::mem::take(&mut plain[ju]));
+                }
+                _ => {
+                    let taken = tree.take_leaf_points(j);
+                    let len = rng.gen_range(0..5);
+                    let fresh: Vec<u32> = (0..len).map(|k| step * 8 + k).collect();
+                    tree.put_leaf_points(j, &fresh);
+                    assert_eq!(taken, std::mem::replace(&mut plain[ju], fresh));
+                }
+            }
+            for k in 0..n {
+                assert_eq!(
+                    tree.leaf_points(k),
+                    plain[k as usize].as_slice(),
+                    "leaf {k}"
+                );
+                assert_eq!(tree.leaf_len(k), plain[k as usize].len());
+            }
+            assert_eq!(tree.lists.len(), tree.list_owner.len());
+            for (k, &owner) in tree.list_owner.iter().enumerate() {
+                let record = &tree.nodes[owner as usize];
+                assert!(record.count() == SPILLED && record.pair[0] as usize == k);
+                assert!(tree.lists[k].len() > INLINE_POINTS);
+            }
+        }
+        // Both roads were taken many times.
+        assert!(
+            spills > 500 && takes_of_lists > 500,
+            "{spills} {takes_of_lists}"
+        );
+    }
+
+    /// A decoded tree whose leaves and point lists disagree is refused, not used.
+    #[test]
+    fn decoding_refuses_point_lists_that_do_not_match_their_leaves() {
+        let features: Vec<Feature> = (0..5).map(|i| i as Feature).collect();
+        let targets = [0u32; 5];
+        let data = TrainingPoints {
+            features: &features,
+            n_features: 1,
+            targets: &targets,
+        };
+        let layout = Layout::Split {
+            tau: 0.5,
+            dim: 0,
+            loc: 2.5,
+            left: Box::new(Layout::Leaf(vec![0, 1, 2])),
+            right: Box::new(Layout::Leaf(vec![3, 4])),
+        };
+        let tree = MondrianTree::from_layout(
+            1,
+            f64::INFINITY,
+            PauseRule::NEVER,
+            &layout,
+            &data,
+            &mut NoStats,
+        )
+        .expect("layout");
+        tree.check_decoded(5).expect("a grown tree passes");
+        let (left, right) = tree.children(tree.root().unwrap()).unwrap();
+        assert_eq!(tree.nodes[left as usize].count(), SPILLED);
+        assert_eq!(tree.leaf_points(right), [3, 4]);
+        // Each edit gets the tree and the left and right leaves.
+        type Forgery = fn(&mut MondrianTree, usize, usize);
+        let forgeries: [(&str, Forgery); 5] = [
+            ("list owned by an inline leaf", |t, _, r| {
+                t.list_owner[0] = r as u32
+            }),
+            ("list owned by an internal node", |t, _, _| {
+                t.list_owner[0] = t.root
+            }),
+            ("inline count above two", |t, _, r| {
+                t.nodes[r].set_count(SPILLED + 4)
+            }),
+            ("list index out of range", |t, l, _| t.nodes[l].pair[0] = 1),
+            ("a second leaf naming the list", |t, _, r| {
+                t.nodes[r].set_count(SPILLED);
+                t.nodes[r].pair[0] = 0;
+            }),
+        ];
+        for (what, forge) in forgeries {
+            let mut forged = tree.clone();
+            forge(&mut forged, left as usize, right as usize);
+            assert!(forged.check_decoded(5).is_err(), "{what} passed");
+        }
+    }
 }
