@@ -326,16 +326,69 @@ impl LabelModel {
         };
         let k = counts.n_classes();
         let d = tree.n_features();
-        scratch.many.resize_with(LOCKSTEP, Vec::new);
-        // A group at a time: walk its paths, ask for the counts the combination reads
-        // (those at the bottom of each path), then combine while they arrive.
-        for (xg, og) in xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k)) {
+        scratch.many.resize_with(2 * LOCKSTEP, Vec::new);
+        let (first, second) = scratch.many.split_at_mut(LOCKSTEP);
+        let buffers = [first, second];
+        let coefficients = &mut scratch.coefficients;
+        // Two groups in flight: a group's paths are walked (asking for the boxes and counts
+        // at their bottoms), then the next group's, and only then is the first weighed and
+        // combined, giving what it reads a group's time to arrive.
+        let mut pending: Option<(&[Feature], &mut [f64], usize)> = None;
+        let groups = xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k));
+        for (g, (xg, og)) in groups.enumerate() {
             let rows = og.len() / k;
-            let group = &mut scratch.many[..rows];
-            tree.path_steps_many_with(xg, features, group, |node| counts.prefetch(node));
-            for (steps, o) in group.iter().zip(og.chunks_exact_mut(k)) {
-                self.combine_path(counts, base, scale, steps, &mut scratch.coefficients, o);
+            tree.descend_many(xg, features, &mut buffers[g % 2][..rows], |node| {
+                counts.prefetch(node)
+            });
+            if let Some((px, po, b)) = pending.take() {
+                self.weigh_and_combine(
+                    tree,
+                    counts,
+                    features,
+                    px,
+                    base,
+                    scale,
+                    buffers[b],
+                    coefficients,
+                    po,
+                );
             }
+            pending = Some((xg, og, g % 2));
+        }
+        if let Some((px, po, b)) = pending {
+            self.weigh_and_combine(
+                tree,
+                counts,
+                features,
+                px,
+                base,
+                scale,
+                buffers[b],
+                coefficients,
+                po,
+            );
+        }
+    }
+
+    /// Weighs the routed paths of a group of rows and adds their predictions to `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn weigh_and_combine(
+        &self,
+        tree: &MondrianTree,
+        counts: &LabelCounts,
+        features: &[Feature],
+        xs: &[Feature],
+        base: f64,
+        scale: f64,
+        paths: &mut [Vec<PathStep>],
+        coefficients: &mut Vec<(f64, f64, f64)>,
+        out: &mut [f64],
+    ) {
+        let k = counts.n_classes();
+        let paths = &mut paths[..out.len() / k];
+        tree.weigh_many(xs, features, paths);
+        for (steps, o) in paths.iter().zip(out.chunks_exact_mut(k)) {
+            self.combine_path(counts, base, scale, steps, coefficients, o);
         }
     }
 

@@ -92,56 +92,81 @@ impl MondrianTree {
         at_bottom: impl Fn(u32),
     ) {
         let d = self.n_features;
-        let rows = xs.len() / d;
-        let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
         for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
-            let n = group.len() / d;
-            for (c, s) in cursor.iter_mut().zip(group_steps.iter_mut()).take(n) {
-                s.clear();
-                *c = (self.root, 0.0);
-            }
-            let mut active = if self.root == NO_NODE { 0 } else { n };
-            while active > 0 {
-                active = 0;
-                for ((c, s), x) in cursor
-                    .iter_mut()
-                    .zip(group_steps.iter_mut())
-                    .zip(group.chunks_exact(d))
-                {
-                    let (node, tau_parent) = *c;
-                    if node == NO_NODE {
-                        continue;
+            self.descend_many(group, features, group_steps, &at_bottom);
+            self.weigh_many(group, features, group_steps);
+        }
+    }
+
+    /// The first half of [`path_steps_many_with`](Self::path_steps_many_with) for at most
+    /// [`LOCKSTEP`] rows: routes each row to its leaf, writing one unweighed step per node,
+    /// and asks the cache for the boxes [`weigh_many`](Self::weigh_many) will measure. A
+    /// caller that has other work can do it between the two halves while those arrive.
+    pub(crate) fn descend_many(
+        &self,
+        xs: &[Feature],
+        features: &[Feature],
+        steps: &mut [Vec<PathStep>],
+        at_bottom: impl Fn(u32),
+    ) {
+        let d = self.n_features;
+        let n = xs.len() / d;
+        debug_assert!(n <= LOCKSTEP && n <= steps.len());
+        let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
+        for (c, s) in cursor.iter_mut().zip(steps.iter_mut()).take(n) {
+            s.clear();
+            *c = (self.root, 0.0);
+        }
+        let mut active = if self.root == NO_NODE { 0 } else { n };
+        while active > 0 {
+            active = 0;
+            for ((c, s), x) in cursor
+                .iter_mut()
+                .zip(steps.iter_mut())
+                .zip(xs.chunks_exact(d))
+            {
+                let (node, tau_parent) = *c;
+                if node == NO_NODE {
+                    continue;
+                }
+                let is_leaf = self.is_leaf(node);
+                let tau = self.nodes[node as usize].tau;
+                s.push(PathStep {
+                    node,
+                    delta: tau - tau_parent,
+                    eta: 0.0,
+                    p_split: 0.0,
+                    branch_weight: 0.0,
+                    leaf_weight: 0.0,
+                    is_leaf,
+                });
+                if is_leaf {
+                    c.0 = NO_NODE;
+                    for step in s.iter().rev().take(BOTTOM) {
+                        self.prefetch_box(step.node, features);
+                        at_bottom(step.node);
                     }
-                    let is_leaf = self.is_leaf(node);
-                    let tau = self.nodes[node as usize].tau;
-                    s.push(PathStep {
-                        node,
-                        delta: tau - tau_parent,
-                        eta: 0.0,
-                        p_split: 0.0,
-                        branch_weight: 0.0,
-                        leaf_weight: 0.0,
-                        is_leaf,
-                    });
-                    if is_leaf {
-                        c.0 = NO_NODE;
-                        for step in s.iter().rev().take(BOTTOM) {
-                            self.prefetch_box(step.node, features);
-                            at_bottom(step.node);
-                        }
-                    } else {
-                        let next = self.route(node, x);
-                        self.prefetch(next);
-                        *c = (next, tau);
-                        active += 1;
-                    }
+                } else {
+                    let next = self.route(node, x);
+                    self.prefetch(next);
+                    *c = (next, tau);
+                    active += 1;
                 }
             }
-            for (s, x) in group_steps.iter_mut().zip(group.chunks_exact(d)).take(n) {
-                self.weigh_steps(x, features, s);
-            }
         }
-        debug_assert!(rows <= steps.len());
+    }
+
+    /// The second half of [`path_steps_many_with`](Self::path_steps_many_with): weighs the
+    /// routed paths of [`descend_many`](Self::descend_many).
+    pub(crate) fn weigh_many(
+        &self,
+        xs: &[Feature],
+        features: &[Feature],
+        steps: &mut [Vec<PathStep>],
+    ) {
+        for (s, x) in steps.iter_mut().zip(xs.chunks_exact(self.n_features)) {
+            self.weigh_steps(x, features, s);
+        }
     }
 
     /// Measures η of `x` along a routed path (`items`, root first, `node` giving each
