@@ -90,3 +90,64 @@ fn fast_prediction_equals_direct_algorithm() {
     // Dropped coefficients are below 1e-18 each; the rest is rounding.
     assert!(worst < 1e-12, "largest difference {worst}");
 }
+
+/// Predicting a block of rows (descents in lockstep, two groups in flight) adds exactly what
+/// predicting each row alone adds, for block sizes around the lockstep width.
+#[test]
+fn block_prediction_equals_row_by_row() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let (n, d, k) = (400usize, 4usize, 5usize);
+    let features: Vec<Feature> = (0..n * d).map(|_| rng.gen::<f32>()).collect();
+    let targets: Vec<u32> = (0..n).map(|i| (features[i * d] * 5.0) as u32 % 5).collect();
+    let data = TrainingPoints {
+        features: &features,
+        n_features: d,
+        targets: &targets,
+    };
+    let pause = PauseRule {
+        pause_on_pure: true,
+        min_samples_split: 2,
+    };
+    let mut tree = MondrianTree::new(d, f64::INFINITY, pause);
+    let mut counts = LabelCounts::new(k);
+    let mut trng = Xoshiro256PlusPlus::seed_from_u64(3);
+    tree.fit((0..n as u32).collect(), &data, &mut counts, &mut trng);
+    let model = LabelModel {
+        gamma: 10.0 * d as f64,
+        branch_counts: BranchCounts::Paper,
+    };
+    let lockstep = mondrian::tree::LOCKSTEP;
+    for rows in [
+        0,
+        1,
+        lockstep - 1,
+        lockstep,
+        lockstep + 1,
+        2 * lockstep,
+        2 * lockstep + 3,
+        200,
+    ] {
+        let xs: Vec<Feature> = (0..rows * d).map(|_| rng.gen_range(-0.5f32..1.5)).collect();
+        // Outputs start non-zero: both roads add to them.
+        let start: Vec<f64> = (0..rows * k).map(|i| i as f64 * 0.01).collect();
+        let mut block = start.clone();
+        let mut scratch = LabelScratch::default();
+        model.predict_tree_rows(
+            &tree,
+            &counts,
+            data.features,
+            &xs,
+            0.25,
+            &mut scratch,
+            &mut block,
+        );
+        let mut alone = start.clone();
+        for (x, o) in xs.chunks_exact(d).zip(alone.chunks_exact_mut(k)) {
+            model.predict_tree(&tree, &counts, data.features, x, 0.25, &mut scratch, o);
+        }
+        assert_eq!(block, alone, "{rows} rows");
+        if rows > 0 {
+            assert_ne!(block, start, "{rows} rows: nothing added");
+        }
+    }
+}
