@@ -307,8 +307,9 @@ impl LabelModel {
     }
 
     /// [`predict_tree`](Self::predict_tree) for a block of rows (row-major, D columns;
-    /// `out` row-major with K columns), descending for several rows in lockstep
-    /// ([`MondrianTree::path_steps_many`]).
+    /// `out` row-major with K columns): the rows descend [`LOCKSTEP`] at a time in lockstep
+    /// (as in [`MondrianTree::path_steps_many`]), and a group is weighed and combined only
+    /// after the next group's descent.
     #[allow(clippy::too_many_arguments)]
     pub fn predict_tree_rows(
         &self,

@@ -5,11 +5,13 @@
 use super::{MondrianTree, Node, INLINE_POINTS, NO_BOX, NO_NODE, POINT_BOX, SPILLED};
 
 impl MondrianTree {
-    /// Checks a tree read from a file: one box per node, leaves whose points are in their
-    /// record or in a list of their own, a root without parent, every node reached exactly once from it (so no cycle and no orphan), each
+    /// Checks a tree read from a file: one box per node and a node for every stored box,
+    /// leaves whose points are in their record or in a list of their own, a root without
+    /// parent, every node reached exactly once from it (so no cycle and no orphan), each
     /// internal node with two children that name it as parent and a split dimension below
-    /// the width, finite boxes, cuts and split times that grow down every path, and leaf
-    /// point ids below `n_points`. Reports the first problem found.
+    /// the width, finite boxes, cuts and split times that grow down every path and end at
+    /// the lifetime (leaves at it, splits before it), and leaf point ids below `n_points`.
+    /// Reports the first problem found.
     pub(crate) fn check_decoded(&self, n_points: usize) -> Result<(), String> {
         let (n, d) = (self.nodes.len(), self.n_features);
         if self.lifetime.is_nan() || self.lifetime < 0.0 {
@@ -65,6 +67,9 @@ impl MondrianTree {
                 }
             }
         }
+        if owned.contains(&false) {
+            return Err("a tree's box slots are not one per node".into());
+        }
         if n == 0 {
             return match self.root {
                 NO_NODE => Ok(()),
@@ -100,6 +105,11 @@ impl MondrianTree {
                 .any(|(lo, hi)| !(lo.is_finite() && hi.is_finite() && lo <= hi))
             {
                 return Err("a tree node's box is not finite".into());
+            }
+            // Leaves end at the lifetime, splits come before it (a forged time would load,
+            // then make the next insertion grow a tree its own checks refuse).
+            if (node.left == NO_NODE) != (node.tau == self.lifetime) || node.tau > self.lifetime {
+                return Err("a tree's split times do not end at its lifetime".into());
             }
             if node.left == NO_NODE {
                 if self

@@ -7,9 +7,9 @@
 //! tree keeps up to date through a handful of callbacks, so regression, density and kernel
 //! models reuse the same sampler.
 //!
-//! Layout: nodes are `u32` indices into parallel `Vec`s. A node's box lives in the flat
-//! buffer `bounds` (lower corner, then upper, D floats each) at the position its record's
-//! `slot` names, except for a leaf whose points are all one training point: its box is that
+//! Layout: nodes are `u32` indices into the node records and, through them, the other
+//! per-tree buffers. A node's box lives in the flat buffer `bounds` (lower corner, then
+//! upper, D floats each) at the position its record's `slot` names, except for a leaf whose points are all one training point: its box is that
 //! point, and the slot names the point instead (about a third of all nodes, so a third less
 //! box memory; the training features are passed to whatever reads boxes). A leaf keeps up
 //! to two point ids in its own record (in the fields an internal node uses for its right
@@ -203,8 +203,9 @@ pub struct MondrianTree {
     root: u32,
     nodes: Vec<Node>,
     bounds: Vec<Feature>,
-    /// The point lists of leaves holding more than [`INLINE_POINTS`] ids (a leaf with fewer
-    /// keeps them in its record), in no order, each with the leaf that owns it.
+    /// The point lists of leaves holding more than [`INLINE_POINTS`] ids (a leaf with at
+    /// most that many keeps them in its record), in no order, each with the leaf that owns
+    /// it.
     lists: Vec<Vec<u32>>,
     list_owner: Vec<u32>,
     /// Reused buffer for the route of the point being inserted: each node with the point's
@@ -348,10 +349,12 @@ impl MondrianTree {
     }
     /// Split dimension δ of an internal node.
     pub fn split_dimension(&self, node: u32) -> usize {
+        debug_assert!(!self.is_leaf(node), "a leaf has no split");
         self.nodes[node as usize].dim()
     }
     /// Split location ξ of an internal node.
     pub fn split_location(&self, node: u32) -> Feature {
+        debug_assert!(!self.is_leaf(node), "a leaf has no split");
         self.nodes[node as usize].split_loc()
     }
     /// Absolute split time τ (λ for leaves).
@@ -439,6 +442,17 @@ impl MondrianTree {
         }
     }
 
+    /// [`put_leaf_points`](Self::put_leaf_points) taking the list itself, kept as the
+    /// leaf's own when the ids do not fit in the record.
+    fn put_leaf_vec(&mut self, node: u32, points: Vec<u32>) {
+        if points.len() <= INLINE_POINTS {
+            self.put_leaf_points(node, &points);
+        } else {
+            debug_assert_eq!(self.nodes[node as usize].count(), 0);
+            self.spill(node, points);
+        }
+    }
+
     /// Moves leaf `node`'s points to `list`, which then belongs to it.
     fn spill(&mut self, node: u32, list: Vec<u32>) {
         let j = node as usize;
@@ -475,6 +489,9 @@ impl MondrianTree {
     /// Number of points (with multiplicity) leaf `node` holds.
     fn leaf_len(&self, node: u32) -> usize {
         let record = &self.nodes[node as usize];
+        if record.left != NO_NODE {
+            return 0;
+        }
         match record.count() {
             SPILLED => self.lists[record.pair[0] as usize].len(),
             n => n as usize,
@@ -1014,7 +1031,7 @@ impl MondrianTree {
                 all.extend_from_slice(&set);
                 if self.pause.holds(&all, stats, data.targets) {
                     stats.set_leaf(j, &all, data.targets);
-                    self.put_leaf_points(j, &all);
+                    self.put_leaf_vec(j, all);
                     self.propagate_recompute(self.nodes[ju].parent, stats);
                 } else {
                     self.unpause(j, all, data, stats, rng);
@@ -1057,7 +1074,7 @@ impl MondrianTree {
                 // A leaf at the end of its lifetime takes the points.
                 let mut all = self.take_leaf_points(j);
                 all.extend_from_slice(&set);
-                self.put_leaf_points(j, &all);
+                self.put_leaf_vec(j, all);
                 stats.set_leaf(j, self.leaf_points(j), data.targets);
                 self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
@@ -1102,6 +1119,11 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
+        debug_assert_eq!(
+            self.leaf_len(node),
+            0,
+            "the caller takes the leaf's points first"
+        );
         self.nodes[node as usize].set_paused(false);
         let tp = self.parent_split_time(node);
         self.sample_block(node, points, tp, data, stats, rng);
@@ -1323,6 +1345,25 @@ impl MondrianTree {
                 self.n_nodes()
             ));
         }
+        // Each point list belongs to the one spilled leaf that names it and holds more ids
+        // than a record can; every stored box belongs to a node.
+        for (k, &owner) in self.list_owner.iter().enumerate() {
+            let owns = self.nodes.get(owner as usize).is_some_and(|r| {
+                r.left == NO_NODE && r.count() == SPILLED && r.pair[0] as usize == k
+            });
+            if !owns || self.lists[k].len() <= INLINE_POINTS {
+                return Err(format!("point list {k} is not its leaf's"));
+            }
+        }
+        let mut owned = vec![false; self.bounds.len() / (2 * self.n_features).max(1)];
+        for node in &self.nodes {
+            if let Some(o) = owned.get_mut(node.slot as usize) {
+                *o = true;
+            }
+        }
+        if owned.contains(&false) {
+            return Err("a stored box belongs to no node".into());
+        }
         let d = self.n_features;
         let f = data.features;
         // Points under each node, bottom-up.
@@ -1357,6 +1398,10 @@ impl MondrianTree {
                     under[ju] = all;
                 }
                 None => {
+                    let count = self.nodes[ju].count();
+                    if count as usize > INLINE_POINTS && count != SPILLED {
+                        return Err(format!("leaf {j}: point count {count} in its record"));
+                    }
                     if self.leaf_points(j).is_empty() {
                         return Err(format!("leaf {j} is empty"));
                     }
@@ -1571,7 +1616,7 @@ mod tests {
         assert_eq!(tree.leaf_points(right), [3, 4]);
         // Each edit gets the tree and the left and right leaves.
         type Forgery = fn(&mut MondrianTree, usize, usize);
-        let forgeries: [(&str, Forgery); 5] = [
+        let forgeries: [(&str, Forgery); 8] = [
             ("list owned by an inline leaf", |t, _, r| {
                 t.list_owner[0] = r as u32
             }),
@@ -1585,6 +1630,17 @@ mod tests {
             ("a second leaf naming the list", |t, _, r| {
                 t.nodes[r].set_count(SPILLED);
                 t.nodes[r].pair[0] = 0;
+            }),
+            ("a leaf ending before the lifetime", |t, _, r| {
+                t.nodes[r].tau = 1.0
+            }),
+            ("a split at the lifetime", |t, _, _| {
+                t.nodes[t.root as usize].tau = f64::INFINITY
+            }),
+            ("a stored box no node owns", |t, _, r| {
+                // The leaf keeps one of its points and takes that point's row as its box.
+                t.nodes[r].set_count(1);
+                t.nodes[r].slot = POINT_BOX | t.nodes[r].pair[0];
             }),
         ];
         for (what, forge) in forgeries {

@@ -78,30 +78,19 @@ impl MondrianTree {
         features: &[Feature],
         steps: &mut [Vec<PathStep>],
     ) {
-        self.path_steps_many_with(xs, features, steps, |_| {});
-    }
-
-    /// [`path_steps_many`](Self::path_steps_many) calling `at_bottom(node)` for the last
-    /// nodes of each path as soon as its descent reaches the leaf, so that a caller can
-    /// ask the cache for the statistics it will read there while other rows descend.
-    pub fn path_steps_many_with(
-        &self,
-        xs: &[Feature],
-        features: &[Feature],
-        steps: &mut [Vec<PathStep>],
-        at_bottom: impl Fn(u32),
-    ) {
         let d = self.n_features;
         for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
-            self.descend_many(group, features, group_steps, &at_bottom);
+            self.descend_many(group, features, group_steps, |_| {});
             self.weigh_many(group, features, group_steps);
         }
     }
 
-    /// The first half of [`path_steps_many_with`](Self::path_steps_many_with) for at most
+    /// The first half of [`path_steps_many`](Self::path_steps_many) for at most
     /// [`LOCKSTEP`] rows: routes each row to its leaf, writing one unweighed step per node,
-    /// and asks the cache for the boxes [`weigh_many`](Self::weigh_many) will measure. A
-    /// caller that has other work can do it between the two halves while those arrive.
+    /// and asks the cache for the boxes [`weigh_many`](Self::weigh_many) will measure and,
+    /// through `at_bottom(node)`, for whatever the caller will read at the last nodes of
+    /// each path. A caller that has other work can do it between the two halves while
+    /// those arrive.
     pub(crate) fn descend_many(
         &self,
         xs: &[Feature],
@@ -111,7 +100,10 @@ impl MondrianTree {
     ) {
         let d = self.n_features;
         let n = xs.len() / d;
-        debug_assert!(n <= LOCKSTEP && n <= steps.len());
+        assert!(
+            n <= LOCKSTEP && n <= steps.len(),
+            "at most LOCKSTEP rows, one output each"
+        );
         let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
         for (c, s) in cursor.iter_mut().zip(steps.iter_mut()).take(n) {
             s.clear();
@@ -156,8 +148,8 @@ impl MondrianTree {
         }
     }
 
-    /// The second half of [`path_steps_many_with`](Self::path_steps_many_with): weighs the
-    /// routed paths of [`descend_many`](Self::descend_many).
+    /// The second half of [`path_steps_many`](Self::path_steps_many): weighs the routed
+    /// paths of [`descend_many`](Self::descend_many).
     pub(crate) fn weigh_many(
         &self,
         xs: &[Feature],
