@@ -336,11 +336,14 @@ impl LabelModel {
         // combined, giving what it reads a group's time to arrive.
         let mut pending: Option<(&[Feature], &mut [f64], usize)> = None;
         let groups = xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k));
-        for (g, (xg, og)) in groups.enumerate() {
-            let rows = og.len() / k;
-            tree.descend_many(xg, features, &mut buffers[g % 2][..rows], |node| {
-                counts.prefetch(node)
-            });
+        // One round past the last group flushes it.
+        for (g, group) in groups.map(Some).chain([None]).enumerate() {
+            if let Some((xg, og)) = &group {
+                let rows = og.len() / k;
+                tree.descend_many(xg, features, &mut buffers[g % 2][..rows], |node| {
+                    counts.prefetch(node)
+                });
+            }
             if let Some((px, po, b)) = pending.take() {
                 self.weigh_and_combine(
                     tree,
@@ -354,20 +357,7 @@ impl LabelModel {
                     po,
                 );
             }
-            pending = Some((xg, og, g % 2));
-        }
-        if let Some((px, po, b)) = pending {
-            self.weigh_and_combine(
-                tree,
-                counts,
-                features,
-                px,
-                base,
-                scale,
-                buffers[b],
-                coefficients,
-                po,
-            );
+            pending = group.map(|(xg, og)| (xg, og, g % 2));
         }
     }
 
