@@ -940,12 +940,14 @@ impl MondrianTree {
                     .pause
                     .holds_after(self.leaf_len(j), weight, stats, j, y);
                 self.extend_box(j, point, data);
-                self.push_leaf_point(j, point, weight);
                 // Re-sampling the block below leaves the node's statistics those of its
                 // points, the old ones plus this one: above it, the change is the point's.
                 let reaches_parent = stats.absorb_leaf(j, y, weight);
-                if !stays_paused {
-                    let set = self.take_leaf_points(j);
+                if stays_paused {
+                    self.push_leaf_point(j, point, weight);
+                } else {
+                    let mut set = self.take_leaf_points(j);
+                    set.extend(std::iter::repeat_n(point, weight as usize));
                     self.resample(j, set, data, stats, rng);
                 }
                 if reaches_parent {
