@@ -104,23 +104,23 @@ impl MondrianTree {
             n <= LOCKSTEP && n <= steps.len(),
             "at most LOCKSTEP rows, one output each"
         );
-        let mut cursor = [(NO_NODE, 0.0f64); LOCKSTEP];
-        for (c, s) in cursor.iter_mut().zip(steps.iter_mut()).take(n) {
-            s.clear();
-            *c = (self.root, 0.0);
+        if self.root == NO_NODE {
+            steps.iter_mut().take(n).for_each(Vec::clear);
+            return;
         }
-        let mut active = if self.root == NO_NODE { 0 } else { n };
-        while active > 0 {
-            active = 0;
-            for ((c, s), x) in cursor
-                .iter_mut()
-                .zip(steps.iter_mut())
-                .zip(xs.chunks_exact(d))
-            {
-                let (node, tau_parent) = *c;
-                if node == NO_NODE {
-                    continue;
-                }
+        // The rows still descending, by index, with where each stands; a row that reaches
+        // its leaf leaves the list, so later rounds visit only rows with work.
+        let mut live = [(0u8, self.root, 0.0f64); LOCKSTEP];
+        for (r, (l, s)) in live.iter_mut().zip(steps.iter_mut()).take(n).enumerate() {
+            s.clear();
+            l.0 = r as u8;
+        }
+        let mut n_live = n;
+        while n_live > 0 {
+            let mut k = 0;
+            while k < n_live {
+                let (r, node, tau_parent) = live[k];
+                let s = &mut steps[r as usize];
                 let is_leaf = self.is_leaf(node);
                 let tau = self.nodes[node as usize].tau;
                 s.push(PathStep {
@@ -133,16 +133,18 @@ impl MondrianTree {
                     is_leaf,
                 });
                 if is_leaf {
-                    c.0 = NO_NODE;
                     for step in s.iter().rev().take(BOTTOM) {
                         self.prefetch_box(step.node, features);
                         at_bottom(step.node);
                     }
+                    n_live -= 1;
+                    live[k] = live[n_live];
                 } else {
+                    let x = &xs[r as usize * d..(r as usize + 1) * d];
                     let next = self.route(node, x);
                     self.prefetch(next);
-                    *c = (next, tau);
-                    active += 1;
+                    live[k] = (r, next, tau);
+                    k += 1;
                 }
             }
         }
