@@ -610,38 +610,44 @@ pub(crate) fn grow_trees<S>(
                 sampled[t] = true;
             }
         }
-        let mut cursor = [NO_NODE; TREE_GROUP];
         let mut weights = [0u32; TREE_GROUP];
+        // The trees whose descent is still going, with the node each stands at; a tree
+        // that reaches its leaf leaves the list, so later rounds visit only trees with work.
+        let mut live = [(0u8, NO_NODE); TREE_GROUP];
         for i in start..end {
             let x = data.row(i as u32);
+            let mut n_live = 0;
             for (t, unit) in chunk.iter_mut().enumerate() {
                 weights[t] = if sampled[t] {
                     0
                 } else {
                     weight(first_tree + t, i)
                 };
-                cursor[t] = if weights[t] > 0 {
-                    unit.tree.route_begin()
-                } else {
-                    NO_NODE
-                };
+                if weights[t] > 0 {
+                    let root = unit.tree.route_begin();
+                    if root != NO_NODE {
+                        live[n_live] = (t as u8, root);
+                        n_live += 1;
+                    }
+                }
             }
-            let mut active = true;
-            while active {
-                active = false;
-                for (unit, c) in chunk.iter_mut().zip(cursor.iter_mut()) {
-                    if *c != NO_NODE {
-                        let node = *c;
-                        *c = unit.tree.route_advance(node, x, data.features);
-                        if *c == NO_NODE {
-                            // The statistics the insertion updates: the leaf's and those
-                            // of the ancestors a new label reaches.
-                            for j in unit.tree.route_tail(STATS_AHEAD) {
-                                unit.stats.prefetch(j);
-                            }
-                        } else {
-                            active = true;
+            while n_live > 0 {
+                let mut k = 0;
+                while k < n_live {
+                    let (t, node) = live[k];
+                    let unit = &mut chunk[t as usize];
+                    let next = unit.tree.route_advance(node, x, data.features);
+                    if next == NO_NODE {
+                        // The statistics the insertion updates: the leaf's and those of
+                        // the ancestors a new label reaches.
+                        for j in unit.tree.route_tail(STATS_AHEAD) {
+                            unit.stats.prefetch(j);
                         }
+                        n_live -= 1;
+                        live[k] = live[n_live];
+                    } else {
+                        live[k].1 = next;
+                        k += 1;
                     }
                 }
             }
