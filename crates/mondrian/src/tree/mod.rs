@@ -212,7 +212,26 @@ pub struct MondrianTree {
     /// η there (filled from the first node outside down).
     #[serde(skip)]
     path: Vec<(u32, f64)>,
+    /// Buffers [`sample_block`](Self::sample_block) reuses: an online tree re-samples
+    /// small blocks often (every leaf that un-pauses).
+    #[serde(skip)]
+    block: BlockScratch,
 }
+
+/// The work lists of [`MondrianTree::sample_block`].
+#[derive(Debug, Clone, Default)]
+struct BlockScratch {
+    /// Nodes still to sample, each with its range of the index buffer and its parent's time.
+    stack: Vec<(u32, usize, usize, f64)>,
+    /// The two children's boxes of the split being made.
+    child_boxes: Vec<Feature>,
+    /// The nodes of the new block, parents before children.
+    order: Vec<u32>,
+}
+
+/// Buffers of [`BlockScratch`] larger than this many entries (left by a batch fit) are
+/// dropped rather than kept with the tree.
+const SCRATCH_KEEP: usize = 1024;
 
 /// The fields of a node a root-to-leaf walk reads, packed into 32 bytes so that one cache
 /// line serves a step and names the node's box (the box and the statistics live in their
@@ -305,6 +324,7 @@ impl MondrianTree {
             lists: Vec::new(),
             list_owner: Vec::new(),
             path: Vec::new(),
+            block: BlockScratch::default(),
         }
     }
 
@@ -840,9 +860,18 @@ impl MondrianTree {
         // every level reads each row once.
         let mut indices = points;
         self.fit_box(node, &indices, data);
-        let mut stack = vec![(node, 0usize, indices.len(), tau_parent)];
-        let mut child_boxes = vec![0.0; 4 * self.n_features];
+        let mut scratch = std::mem::take(&mut self.block);
+        let BlockScratch {
+            stack,
+            child_boxes,
+            order,
+        } = &mut scratch;
+        stack.clear();
+        stack.push((node, 0usize, indices.len(), tau_parent));
+        child_boxes.resize(4 * self.n_features, 0.0);
+        order.clear();
         while let Some((j, start, end, tp)) = stack.pop() {
+            order.push(j);
             let ju = j as usize;
             let set = &mut indices[start..end];
             if self.pause.holds(set, stats, data.targets) {
@@ -860,7 +889,7 @@ impl MondrianTree {
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
             self.nodes[ju].tau = t;
             self.nodes[ju].set_split(dim, loc);
-            let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
+            let n_left = partition_into_boxes(set, dim, loc, child_boxes, data);
             let (left_box, right_box) = child_boxes.split_at(2 * self.n_features);
             let (left_set, right_set) = set.split_at(n_left);
             let l = self.new_node_with_box(j, left_set, left_box, stats);
@@ -870,7 +899,8 @@ impl MondrianTree {
             stack.push((r, start + n_left, end, t));
             stack.push((l, start, start + n_left, t));
         }
-        for &j in self.subtree_preorder(node).iter().rev() {
+        // Children after parents in `order`: backwards, each node's children are set first.
+        for &j in order.iter().rev() {
             match self.children(j) {
                 Some((l, r)) => {
                     stats.set_internal(j, l, r);
@@ -878,6 +908,10 @@ impl MondrianTree {
                 None => stats.set_leaf(j, self.leaf_points(j), data.targets),
             }
         }
+        if order.capacity() > SCRATCH_KEEP || stack.capacity() > SCRATCH_KEEP {
+            scratch = BlockScratch::default();
+        }
+        self.block = scratch;
     }
 
     /// Makes `node`, which holds no points, a leaf holding `points`.
