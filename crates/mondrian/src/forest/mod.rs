@@ -28,6 +28,8 @@ use crate::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NO
 /// flight overlap more cache misses); a group is also the unit of parallel work, so
 /// [`Pool::tree_group`] sizes groups to spread the trees evenly over the threads.
 const TREE_GROUP: usize = 32;
+// Trees of a group are named by a `u8` in the descents' work list.
+const _: () = assert!(TREE_GROUP <= 256);
 /// How many statistics records at the bottom of an insertion's route are prefetched.
 const STATS_AHEAD: usize = 2;
 /// Most new points of one call that [`grow_trees`] gives to the stream helpers

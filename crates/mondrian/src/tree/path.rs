@@ -8,6 +8,8 @@ use crate::process::{extension_rate, Feature};
 /// How many rows of a prediction block descend in lockstep
 /// ([`MondrianTree::path_steps_many`]).
 pub const LOCKSTEP: usize = 32;
+// Rows of a lockstep group are named by a `u8` in the descents' work list.
+const _: () = assert!(LOCKSTEP <= 256);
 
 /// How many nodes at the bottom of a path are prefetched when its descent ends: the boxes
 /// measured and the statistics combined are mostly there.
