@@ -151,10 +151,7 @@ impl NodeStatistics for LabelCounts {
 
     #[inline(always)]
     fn prefetch(&self, node: u32) {
-        let s = self.stride();
-        if let Some(record) = self.records.get(node as usize * s) {
-            crate::tree::prefetch_lines(record as *const u32 as *const u8, (4 * s).div_ceil(64));
-        }
+        LabelCounts::prefetch(self, node);
     }
 
     fn set_internal(&mut self, node: u32, left: u32, right: u32) -> bool {

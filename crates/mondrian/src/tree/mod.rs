@@ -9,9 +9,10 @@
 //!
 //! Layout: nodes are `u32` indices into the node records and, through them, the other
 //! per-tree buffers. A node's box lives in the flat buffer `bounds` (lower corner, then
-//! upper, D floats each) at the position its record's `slot` names, except for a leaf whose points are all one training point: its box is that
-//! point, and the slot names the point instead (about a third of all nodes, so a third less
-//! box memory; the training features are passed to whatever reads boxes). A leaf keeps up
+//! upper, D floats each) at the position its record's `slot` names, except for a leaf
+//! whose points are all one training point: its box is that point, and the slot names the
+//! point instead (about a third of all nodes, so a third less box memory; the training
+//! features are passed to whatever reads boxes). A leaf keeps up
 //! to two point ids in its own record (in the fields an internal node uses for its right
 //! child and split location); only a leaf with more has a list in `lists`.
 
@@ -482,40 +483,40 @@ impl MondrianTree {
         self.list_owner.push(node);
     }
 
-    /// Adds `weight` copies of `point` to leaf `node`'s points.
-    fn push_leaf_point(&mut self, node: u32, point: u32, weight: u32) {
+    /// Adds `ids` to leaf `node`'s points, in its record while they fit.
+    fn append_leaf_points(&mut self, node: u32, ids: impl ExactSizeIterator<Item = u32>) {
         let j = node as usize;
-        let w = weight as usize;
+        let w = ids.len();
         match self.nodes[j].count() {
             SPILLED => {
                 let k = self.nodes[j].pair[0] as usize;
-                self.lists[k].extend(std::iter::repeat_n(point, w));
+                self.lists[k].extend(ids);
             }
             n if n as usize + w <= INLINE_POINTS => {
                 let n = n as usize;
-                self.nodes[j].pair[n..n + w].fill(point);
+                for (slot, id) in self.nodes[j].pair[n..n + w].iter_mut().zip(ids) {
+                    *slot = id;
+                }
                 self.nodes[j].set_count((n + w) as u32);
             }
             n => {
                 let n = n as usize;
                 let mut list = Vec::with_capacity((n + w).max(LEAF_ROOM));
                 list.extend_from_slice(&self.nodes[j].pair[..n]);
-                list.extend(std::iter::repeat_n(point, w));
+                list.extend(ids);
                 self.spill(node, list);
             }
         }
     }
 
-    /// Number of points (with multiplicity) leaf `node` holds.
+    /// Adds `weight` copies of `point` to leaf `node`'s points.
+    fn push_leaf_point(&mut self, node: u32, point: u32, weight: u32) {
+        self.append_leaf_points(node, std::iter::repeat_n(point, weight as usize));
+    }
+
+    /// Number of points (with multiplicity) leaf `node` holds; 0 off leaves.
     fn leaf_len(&self, node: u32) -> usize {
-        let record = &self.nodes[node as usize];
-        if record.left != NO_NODE {
-            return 0;
-        }
-        match record.count() {
-            SPILLED => self.lists[record.pair[0] as usize].len(),
-            n => n as usize,
-        }
+        self.leaf_points(node).len()
     }
     /// The child `x` is routed to: left iff `x[δ] ≤ ξ` (spec §1.2).
     #[inline]
@@ -1108,9 +1109,7 @@ impl MondrianTree {
             self.grow_box_by(j, &lo, &hi, &set, data.features);
             if self.is_leaf(j) {
                 // A leaf at the end of its lifetime takes the points.
-                let mut all = self.take_leaf_points(j);
-                all.extend_from_slice(&set);
-                self.put_leaf_vec(j, all);
+                self.append_leaf_points(j, set.iter().copied());
                 stats.set_leaf(j, self.leaf_points(j), data.targets);
                 self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
