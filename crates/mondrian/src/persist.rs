@@ -19,7 +19,7 @@ const MAGIC: &[u8; 8] = b"MONDRIAN";
 /// the point store keeps the cross-validated choice of the relevance power; 3: scalers
 /// carry feature weights; 2: the classifier keeps its points in the shared point store;
 /// files of earlier versions are refused with a clear error).
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Writes `value` with the header for model kind `kind`.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {

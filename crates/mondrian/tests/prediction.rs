@@ -78,7 +78,7 @@ fn branch_mean(c: &[u32], d_bar: f64, parent: &[f64], variant: BranchCounts) -> 
 fn eta(tree: &MondrianTree, f: &[Feature], j: u32, x: &[Feature]) -> f64 {
     let mut s = 0.0;
     let (lower, upper) = tree.data_box(j, f);
-    for ((&l, &u), &v) in lower.iter().zip(upper).zip(x) {
+    for ((&l, &u), &v) in lower.iter().zip(upper.iter()).zip(x) {
         let (l, u, v) = (f64::from(l), f64::from(u), f64::from(v));
         s += (l - v).max(0.0) + (v - u).max(0.0);
     }
@@ -789,7 +789,7 @@ fn inside_leaf_box_prediction_is_leaf_mean() {
             let (lower, upper) = tree.data_box(leaf, &data.x);
             let centre: Vec<Feature> = lower
                 .iter()
-                .zip(upper)
+                .zip(upper.iter())
                 .map(|(l, u)| (l + u) / 2.0)
                 .collect();
             assert_eq!(tree.leaf_of(&centre), leaf);

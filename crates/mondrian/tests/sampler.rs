@@ -907,16 +907,25 @@ fn infinite_lifetime_leaves() {
 /// (a split must fall in a one-ulp gap), and points far outside the current box.
 const COORDS: [Feature; 7] = [0.0, 0.2, 0.200_000_02, 0.5, 1.0, -3000.0, 10_000.0];
 
-fn stream_data(items: &[(usize, usize, u32, u32)]) -> Data {
-    // Feature 2 is constant: a zero-range feature that must never be split on.
-    let rows: Vec<[Feature; 3]> = items
+fn stream_data(items: &[(usize, usize, u32, u32)], width: usize) -> Data {
+    // Feature 2 and any after it are constant: zero-range features that must never be
+    // split on. A width of 64 or more makes nodes over a few points keep their ids instead
+    // of a box.
+    let rows: Vec<Vec<Feature>> = items
         .iter()
-        .map(|&(a, b, _, _)| [COORDS[a], COORDS[b], 7.0])
+        .map(|&(a, b, _, _)| {
+            let mut row = vec![7.0; width.max(3)];
+            (row[0], row[1]) = (COORDS[a], COORDS[b]);
+            row
+        })
         .collect();
     let refs: Vec<&[Feature]> = rows.iter().map(|r| r.as_slice()).collect();
     let y: Vec<u32> = items.iter().map(|&(_, _, y, _)| y).collect();
     Data::new(&refs, &y, 3)
 }
+
+/// Widths for [`stream_data`]: narrow, and wide enough for point-id sets.
+const WIDTHS: [usize; 2] = [3, 70];
 
 const LIFETIMES: [f64; 4] = [INF, 0.0, 0.7, 5.0];
 const PAUSES: [PauseRule; 4] = [
@@ -942,8 +951,9 @@ fn run_stream(
     pause: PauseRule,
     prefix: usize,
     seed: u64,
+    width: usize,
 ) {
-    let data = stream_data(items);
+    let data = stream_data(items, width);
     let mut r = rng(seed);
     let prefix = prefix.min(items.len());
     let mut inserted = vec![0u32; items.len()];
@@ -955,10 +965,12 @@ fn run_stream(
     let (mut tree, mut counts) = build_batch(&data, batch_ids, lifetime, pause, &mut r);
     let check = |tree: &MondrianTree, counts: &LabelCounts, inserted: &[u32], step: usize| {
         if let Err(e) = check_tree(tree, counts, &data, inserted) {
-            panic!("step {step}, λ = {lifetime}, {pause:?}: {e}");
+            panic!("step {step}, λ = {lifetime}, {pause:?}, D = {width}: {e}");
         }
         if let Err(e) = tree.check_invariants(&data.points(), counts) {
-            panic!("step {step}, λ = {lifetime}, {pause:?}: library check_invariants: {e}");
+            panic!(
+                "step {step}, λ = {lifetime}, {pause:?}, D = {width}: library check_invariants: {e}"
+            );
         }
     };
     check(&tree, &counts, &inserted, prefix);
@@ -987,8 +999,10 @@ proptest! {
         pause in 0usize..4,
         prefix in 0usize..6,
         seed in any::<u64>(),
+        wide in any::<bool>(),
     ) {
-        run_stream(&items, LIFETIMES[lifetime], PAUSES[pause], prefix, seed);
+        let width = WIDTHS[usize::from(wide)];
+        run_stream(&items, LIFETIMES[lifetime], PAUSES[pause], prefix, seed, width);
     }
 }
 
@@ -1014,7 +1028,16 @@ fn invariants_in_long_streams() {
     }
     for (li, &lifetime) in LIFETIMES.iter().enumerate() {
         for (pi, &pause) in PAUSES.iter().enumerate() {
-            run_stream(&items, lifetime, pause, 5, 9600 + (4 * li + pi) as u64);
+            for width in WIDTHS {
+                run_stream(
+                    &items,
+                    lifetime,
+                    pause,
+                    5,
+                    9600 + (4 * li + pi) as u64,
+                    width,
+                );
+            }
         }
     }
 }

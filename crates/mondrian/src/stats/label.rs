@@ -335,6 +335,11 @@ impl LabelModel {
         let groups = xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k));
         // One round past the last group flushes it.
         for (g, group) in groups.map(Some).chain([None]).enumerate() {
+            // The pending group's sets' ids have arrived by now: ask for their rows, which
+            // the next descent gives time to come.
+            if let Some((_, po, b)) = &pending {
+                tree.prefetch_set_rows(&buffers[*b][..po.len() / k], features);
+            }
             if let Some((xg, og)) = &group {
                 let rows = og.len() / k;
                 tree.descend_many(xg, features, &mut buffers[g % 2][..rows], |node| {

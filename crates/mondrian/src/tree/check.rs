@@ -2,7 +2,7 @@
 //! tree no training could grow (a hand-edited or foreign file), and every walk over the
 //! arena assumes the invariants checked here.
 
-use super::{MondrianTree, Node, INLINE_POINTS, NO_BOX, NO_NODE, POINT_BOX, SPILLED};
+use super::{MondrianTree, Node, Slot, INLINE_POINTS, NO_NODE, NO_POINT, SET_POINTS, SPILLED};
 
 impl MondrianTree {
     /// Checks a tree read from a file: one box per node and a node for every stored box,
@@ -21,6 +21,7 @@ impl MondrianTree {
             || self.lists.len() != self.list_owner.len()
             || !self.bounds.len().is_multiple_of((2 * d).max(1))
             || self.bounds.len() / (2 * d).max(1) > n
+            || !self.sets.len().is_multiple_of(SET_POINTS)
         {
             return Err("a tree's node arrays disagree in length".into());
         }
@@ -46,25 +47,41 @@ impl MondrianTree {
             }
         }
         // Each stored box belongs to one node; a box that is a point belongs to a leaf
-        // holding only that point.
+        // holding only that point; a set slot belongs to at most one node (sets left behind
+        // by a node whose box came to be stored are unused) and names points the model has.
         let mut owned = vec![false; self.bounds.len() / (2 * d).max(1)];
+        let mut set_owned = vec![false; self.sets.len() / SET_POINTS];
         for (j, &Node { slot, .. }) in self.nodes.iter().enumerate() {
-            if slot & POINT_BOX == 0 {
-                match owned.get_mut(slot as usize) {
+            match Slot::of(slot) {
+                Slot::Stored(b) => match owned.get_mut(b as usize) {
                     Some(o) if !*o => *o = true,
                     _ => return Err("a tree's box slots are not one per node".into()),
+                },
+                Slot::Set(s) => {
+                    match set_owned.get_mut(s as usize) {
+                        Some(o) if !*o => *o = true,
+                        _ => return Err("a tree's box slots are not one per node".into()),
+                    }
+                    let run = &self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
+                    let held = run.iter().take_while(|&&i| i != NO_POINT).count();
+                    if held == 0
+                        || run[held..].iter().any(|&i| i != NO_POINT)
+                        || run[..held].iter().any(|&i| i as usize >= n_points)
+                    {
+                        return Err("a tree node's box names points the model does not have".into());
+                    }
                 }
-            } else {
-                let i = slot & !POINT_BOX;
-                let points = self.leaf_points(j as u32);
-                if slot == NO_BOX
-                    || i as usize >= n_points
-                    || points.is_empty()
-                    || points.iter().any(|&p| p != i)
-                    || self.nodes[j].left != NO_NODE
-                {
-                    return Err("a tree node's box names a point it does not hold".into());
+                Slot::Point(i) => {
+                    let points = self.leaf_points(j as u32);
+                    if i as usize >= n_points
+                        || points.is_empty()
+                        || points.iter().any(|&p| p != i)
+                        || self.nodes[j].left != NO_NODE
+                    {
+                        return Err("a tree node's box names a point it does not hold".into());
+                    }
                 }
+                Slot::Unset => return Err("a tree node has no box".into()),
             }
         }
         if owned.contains(&false) {
@@ -96,7 +113,7 @@ impl MondrianTree {
             }
             // A box that is a point is a stored row, which the store checks.
             let (lower, upper) = match self.stores_box(j as u32) {
-                true => self.data_box(j as u32, &[]),
+                true => self.box_slices(j as u32, &[]),
                 false => (&[][..], &[][..]),
             };
             if lower

@@ -12,7 +12,12 @@
 //! upper, D floats each) at the position its record's `slot` names, except for a leaf
 //! whose points are all one training point: its box is that point, and the slot names the
 //! point instead (about a third of all nodes, so a third less box memory; the training
-//! features are passed to whatever reads boxes). A leaf keeps up
+//! features are passed to whatever reads boxes). On data of 64 features or more, a node
+//! over at most four distinct points keeps their ids in `sets` instead of a box: its box is
+//! their rows' bounding box, computed where it is read (about half of the boxes of a fitted
+//! tree, which would otherwise be most of its memory and of the fit's page faults). Online,
+//! a point inside a set's box joins no set, and a set that must take a fifth point becomes
+//! a stored box. A leaf keeps up
 //! to two point ids in its own record (in the fields an internal node uses for its right
 //! child and split location); only a leaf with more has a list in `lists`.
 
@@ -21,13 +26,16 @@ mod path;
 
 pub use path::{PathStep, LOCKSTEP};
 
+use std::borrow::Cow;
+
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::process::sample_exponential;
 use crate::process::{
-    grow_box, linear_dimension, sample_extension_cut, sample_set_extension_cut, sample_side,
-    sample_uniform_half_open, set_extension_rate, split_time, Feature,
+    extension_rate, extension_rate_lanes, grow_box, linear_dimension, sample_extension_cut,
+    sample_set_extension_cut, sample_side, sample_uniform_half_open, set_extension_rate,
+    split_time, Feature,
 };
 
 /// Hints the cache to load `lines` 64-byte lines from `ptr`; no effect on memory, never
@@ -56,8 +64,50 @@ pub const NO_NODE: u32 = u32::MAX;
 
 /// Flag of a slot that names a training point whose row is the node's (degenerate) box.
 const POINT_BOX: u32 = 1 << 31;
+/// Flag of a slot (with [`POINT_BOX`] clear) that names a run of [`SET_POINTS`] entries of
+/// `sets`: the node's box is the bounding box of those training points' rows.
+const SET_BOX: u32 = 1 << 30;
 /// Slot of a node whose box is not set yet.
 const NO_BOX: u32 = u32::MAX;
+/// Point ids a set slot holds (filled from the front; unused entries are `NO_POINT`):
+/// 16 bytes where a box takes 8·D. A box read from a set costs a bounding box of at most
+/// this many rows, from the training features, which are far smaller than the boxes.
+const SET_POINTS: usize = 4;
+/// An unused entry of a set slot.
+const NO_POINT: u32 = u32::MAX;
+/// Trees over at least this many features name a few points' ids instead of storing their
+/// box. On narrower data a box is a line or two, which the ids and then the rows they name
+/// cost more to read than they save (measured: online and prediction slower on letter and
+/// satimage, memory −15–30 %); from here on a box is eight lines or more.
+const SET_MIN_FEATURES: usize = 64;
+
+/// What a node's `slot` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Not set yet.
+    Unset,
+    /// Training point `i`: the box is its row.
+    Point(u32),
+    /// Set slot `s` of `sets`: the box is the bounding box of its points' rows.
+    Set(u32),
+    /// Box `b` of `bounds`.
+    Stored(u32),
+}
+
+impl Slot {
+    #[inline(always)]
+    fn of(slot: u32) -> Slot {
+        if slot & (POINT_BOX | SET_BOX) == 0 {
+            Slot::Stored(slot)
+        } else if slot == NO_BOX {
+            Slot::Unset
+        } else if slot & POINT_BOX != 0 {
+            Slot::Point(slot & !POINT_BOX)
+        } else {
+            Slot::Set(slot & !SET_BOX)
+        }
+    }
+}
 
 /// Read-only view of the training points a tree indexes into: row-major features and one
 /// target per row.
@@ -204,6 +254,8 @@ pub struct MondrianTree {
     root: u32,
     nodes: Vec<Node>,
     bounds: Vec<Feature>,
+    /// Point ids of the nodes whose box is their bounding box, [`SET_POINTS`] per slot.
+    sets: Vec<u32>,
     /// The point lists of leaves holding more than [`INLINE_POINTS`] ids (a leaf with at
     /// most that many keeps them in its record), in no order, each with the leaf that owns
     /// it.
@@ -217,6 +269,10 @@ pub struct MondrianTree {
     /// small blocks often (every leaf that un-pauses).
     #[serde(skip)]
     block: BlockScratch,
+    /// Reused buffer for the box of a set slot (lower then upper) where a caller needs it
+    /// whole.
+    #[serde(skip)]
+    hull: Vec<Feature>,
 }
 
 /// The work lists of [`MondrianTree::sample_block`].
@@ -228,6 +284,8 @@ struct BlockScratch {
     child_boxes: Vec<Feature>,
     /// The nodes of the new block, parents before children.
     order: Vec<u32>,
+    /// The box of the node being split when it is a set's (lower then upper).
+    hull: Vec<Feature>,
 }
 
 /// Buffers of [`BlockScratch`] larger than this many entries (left by a batch fit) are
@@ -322,10 +380,12 @@ impl MondrianTree {
             root: NO_NODE,
             nodes: Vec::new(),
             bounds: Vec::new(),
+            sets: Vec::new(),
             lists: Vec::new(),
             list_owner: Vec::new(),
             path: Vec::new(),
             block: BlockScratch::default(),
+            hull: Vec::new(),
         }
     }
 
@@ -392,28 +452,151 @@ impl MondrianTree {
     }
     /// The node's data box `(lower, upper)`. `features` are the training features the tree
     /// indexes into (row-major, D per row): a leaf holding a single training point stores
-    /// no box, its box is that point's row.
-    #[inline]
+    /// no box, its box is that point's row; a node over a few points keeps their ids, and
+    /// its box is computed here (owned).
     pub fn data_box<'a>(
+        &'a self,
+        node: u32,
+        features: &'a [Feature],
+    ) -> (Cow<'a, [Feature]>, Cow<'a, [Feature]>) {
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Set(_) => {
+                let mut hull = Vec::new();
+                self.hull_into(node, features, &mut hull);
+                let upper = hull.split_off(self.n_features);
+                (Cow::Owned(hull), Cow::Owned(upper))
+            }
+            _ => {
+                let (lower, upper) = self.box_slices(node, features);
+                (Cow::Borrowed(lower), Cow::Borrowed(upper))
+            }
+        }
+    }
+
+    /// The box of a node whose box is a row or stored (not a set's).
+    #[inline]
+    fn box_slices<'a>(
         &'a self,
         node: u32,
         features: &'a [Feature],
     ) -> (&'a [Feature], &'a [Feature]) {
         let d = self.n_features;
-        let slot = self.nodes[node as usize].slot;
-        debug_assert!(slot != NO_BOX, "node {node} has no box");
-        if slot & POINT_BOX != 0 {
-            let i = (slot & !POINT_BOX) as usize;
-            let row = &features[i * d..(i + 1) * d];
-            (row, row)
-        } else {
-            let s = slot as usize;
-            self.bounds[2 * d * s..2 * d * (s + 1)].split_at(d)
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Point(i) => {
+                let row = &features[i as usize * d..(i as usize + 1) * d];
+                (row, row)
+            }
+            Slot::Stored(b) => {
+                let b = b as usize;
+                self.bounds[2 * d * b..2 * d * (b + 1)].split_at(d)
+            }
+            slot => unreachable!("node {node}: no box in place ({slot:?})"),
         }
     }
-    /// Whether the node's box is stored (rather than being the row of its single point).
+
+    /// The node's box as slices, computed into `scratch` (lower then upper) if it is a
+    /// set's.
+    #[inline]
+    fn box_in<'a>(
+        &'a self,
+        node: u32,
+        features: &'a [Feature],
+        scratch: &'a mut Vec<Feature>,
+    ) -> (&'a [Feature], &'a [Feature]) {
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Set(_) => {
+                self.hull_into(node, features, scratch);
+                scratch.split_at(self.n_features)
+            }
+            _ => self.box_slices(node, features),
+        }
+    }
+
+    /// The point ids of set slot `s`.
+    #[inline]
+    fn set_ids(&self, s: u32) -> &[u32] {
+        let ids = &self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
+        let n = ids
+            .iter()
+            .position(|&i| i == NO_POINT)
+            .unwrap_or(SET_POINTS);
+        &ids[..n]
+    }
+
+    /// Writes the bounding box of a set node's rows to `out` (lower then upper).
+    fn hull_into(&self, node: u32, features: &[Feature], out: &mut Vec<Feature>) {
+        let d = self.n_features;
+        let Slot::Set(s) = Slot::of(self.nodes[node as usize].slot) else {
+            unreachable!("node {node} has no set");
+        };
+        let ids = self.set_ids(s);
+        out.clear();
+        let first = &features[ids[0] as usize * d..(ids[0] as usize + 1) * d];
+        out.extend_from_slice(first);
+        out.extend_from_slice(first);
+        let (lower, upper) = out.split_at_mut(d);
+        for &i in &ids[1..] {
+            grow_box(
+                lower,
+                upper,
+                &features[i as usize * d..(i as usize + 1) * d],
+            );
+        }
+    }
+
+    /// `η` of `x` at `node`: the L1 distance from `x` to its box (spec §2.4).
+    #[inline]
+    pub(crate) fn eta(&self, node: u32, x: &[Feature], features: &[Feature]) -> f64 {
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Set(s) => self.set_eta(s, x, features),
+            _ => {
+                let (lower, upper) = self.box_slices(node, features);
+                extension_rate(lower, upper, x)
+            }
+        }
+    }
+
+    /// [`eta`](Self::eta) of a set's box: its bounding box a part at a time, on the stack;
+    /// parts of 64 features keep the lanes, and so the bits, of the whole box at once.
+    #[inline(never)]
+    fn set_eta(&self, s: u32, x: &[Feature], features: &[Feature]) -> f64 {
+        let d = self.n_features;
+        let ids = self.set_ids(s);
+        let mut lower = [0.0 as Feature; 64];
+        let mut upper = [0.0 as Feature; 64];
+        let mut acc = [0.0f64; 4];
+        for start in (0..d).step_by(64) {
+            let end = (start + 64).min(d);
+            let (lo, hi) = (&mut lower[..end - start], &mut upper[..end - start]);
+            let row = |i: u32| &features[i as usize * d + start..i as usize * d + end];
+            lo.copy_from_slice(row(ids[0]));
+            hi.copy_from_slice(row(ids[0]));
+            for &i in &ids[1..] {
+                grow_box(lo, hi, row(i));
+            }
+            extension_rate_lanes(lo, hi, &x[start..end], &mut acc);
+        }
+        (acc[0] + acc[1]) + (acc[2] + acc[3])
+    }
+
+    /// The upper bound of the node's box in dimension `dim`.
+    fn upper_at(&self, node: u32, dim: usize, features: &[Feature]) -> Feature {
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Set(s) => {
+                let d = self.n_features;
+                self.set_ids(s)
+                    .iter()
+                    .map(|&i| features[i as usize * d + dim])
+                    .fold(Feature::NEG_INFINITY, Feature::max)
+            }
+            _ => self.box_slices(node, features).1[dim],
+        }
+    }
+
+    /// Whether the node's box is stored (rather than being the row of its single point or
+    /// the bounding box of a few points' rows).
     pub fn stores_box(&self, node: u32) -> bool {
-        self.nodes[node as usize].slot & POINT_BOX == 0
+        matches!(Slot::of(self.nodes[node as usize].slot), Slot::Stored(_))
     }
     /// Training point ids held by a leaf (with multiplicity); empty for internal nodes.
     pub fn leaf_points(&self, node: u32) -> &[u32] {
@@ -585,6 +768,7 @@ impl MondrianTree {
         let per_list = std::mem::size_of::<Vec<u32>>() + std::mem::size_of::<u32>();
         self.n_nodes() * std::mem::size_of::<Node>()
             + std::mem::size_of_val(self.bounds.as_slice())
+            + std::mem::size_of_val(self.sets.as_slice())
             + self.lists.len() * per_list
             + self.lists.iter().map(|p| p.len() * 4).sum::<usize>()
     }
@@ -612,7 +796,8 @@ impl MondrianTree {
     }
 
     /// A new node over the training points `set` whose bounding box is `bounds` (lower then
-    /// upper): stored once in fresh memory, or not at all when `set` is one point.
+    /// upper): stored once in fresh memory, or not at all when `set` is one point (its row)
+    /// or a few (their ids).
     fn new_node_with_box<S: NodeStatistics>(
         &mut self,
         parent: u32,
@@ -623,9 +808,52 @@ impl MondrianTree {
         debug_assert_eq!(bounds.len(), 2 * self.n_features);
         let slot = match Self::point_slot(set) {
             Some(slot) => slot,
-            None => self.store_box(bounds),
+            None => match self.few_distinct(set) {
+                Some(ids) => self.store_set(&ids),
+                None => self.store_box(bounds),
+            },
         };
         self.push_node(parent, slot, stats)
+    }
+
+    /// How many point ids a set of this tree may hold: [`SET_POINTS`] on wide data, none
+    /// below [`SET_MIN_FEATURES`] features.
+    #[inline]
+    fn set_capacity(&self) -> usize {
+        if self.n_features >= SET_MIN_FEATURES {
+            SET_POINTS
+        } else {
+            0
+        }
+    }
+
+    /// The distinct ids of `set` if a set of this tree can hold them.
+    fn few_distinct(&self, set: &[u32]) -> Option<PointIds> {
+        few_distinct(set, self.set_capacity())
+    }
+
+    /// Appends a set slot holding `ids` (at most [`SET_POINTS`], padded with [`NO_POINT`])
+    /// and returns its slot.
+    fn store_set(&mut self, ids: &[u32]) -> u32 {
+        debug_assert!(!ids.is_empty() && ids.len() <= SET_POINTS);
+        let s = self.sets.len() / SET_POINTS;
+        assert!(s < SET_BOX as usize, "more sets than a tree can index");
+        self.sets.extend_from_slice(ids);
+        self.sets
+            .extend(std::iter::repeat_n(NO_POINT, SET_POINTS - ids.len()));
+        SET_BOX | s as u32
+    }
+
+    /// Points `node` at a set slot holding `ids`, rewriting its own set slot if it has one.
+    fn set_box_ids(&mut self, node: u32, ids: &[u32]) {
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Set(s) => {
+                let run = &mut self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
+                run.fill(NO_POINT);
+                run[..ids.len()].copy_from_slice(ids);
+            }
+            _ => self.nodes[node as usize].slot = self.store_set(ids),
+        }
     }
 
     /// The slot naming the single training point of `set` as its box, if `set` holds one
@@ -639,10 +867,7 @@ impl MondrianTree {
     /// The slot of the next box appended to `bounds`.
     fn fresh_slot(&self) -> u32 {
         let slot = self.bounds.len() / (2 * self.n_features).max(1);
-        assert!(
-            slot < POINT_BOX as usize,
-            "more boxes than a tree can index"
-        );
+        assert!(slot < SET_BOX as usize, "more boxes than a tree can index");
         slot as u32
     }
 
@@ -653,18 +878,44 @@ impl MondrianTree {
         slot
     }
 
-    /// Stores a copy of `node`'s box and returns its slot.
+    /// A slot for a copy of `node`'s box: a stored copy of a stored box, a set of the same
+    /// points otherwise (the copy then grows as its own).
     fn copy_box(&mut self, node: u32, features: &[Feature]) -> u32 {
-        let (d, slot) = (self.n_features, self.nodes[node as usize].slot);
+        let d = self.n_features;
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Stored(b) => {
+                let fresh = self.fresh_slot();
+                let s = 2 * d * b as usize;
+                self.bounds.extend_from_within(s..s + 2 * d);
+                fresh
+            }
+            Slot::Point(i) if self.set_capacity() > 0 => self.store_set(&[i]),
+            Slot::Point(_) => self.materialize_box(node, features),
+            Slot::Set(s) => {
+                let ids = PointIds::from_slice(self.set_ids(s));
+                self.store_set(&ids)
+            }
+            Slot::Unset => unreachable!("node {node} has no box"),
+        }
+    }
+
+    /// Stores `node`'s box (a row or a set's bounding box until now) and returns its slot.
+    fn materialize_box(&mut self, node: u32, features: &[Feature]) -> u32 {
+        let d = self.n_features;
         let fresh = self.fresh_slot();
-        if slot & POINT_BOX == 0 {
-            let s = 2 * d * slot as usize;
-            self.bounds.extend_from_within(s..s + 2 * d);
-        } else {
-            let i = (slot & !POINT_BOX) as usize;
-            let row = &features[i * d..(i + 1) * d];
-            self.bounds.extend_from_slice(row);
-            self.bounds.extend_from_slice(row);
+        match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Point(i) => {
+                let row = &features[i as usize * d..(i as usize + 1) * d];
+                self.bounds.extend_from_slice(row);
+                self.bounds.extend_from_slice(row);
+            }
+            Slot::Set(_) => {
+                let mut hull = std::mem::take(&mut self.hull);
+                self.hull_into(node, features, &mut hull);
+                self.bounds.extend_from_slice(&hull);
+                self.hull = hull;
+            }
+            slot => unreachable!("node {node}: nothing to store ({slot:?})"),
         }
         fresh
     }
@@ -699,12 +950,19 @@ impl MondrianTree {
     pub(crate) fn prefetch_box(&self, node: u32, features: &[Feature]) {
         if let Some(&Node { slot, .. }) = self.nodes.get(node as usize) {
             let d = self.n_features;
-            let (start, floats) = match slot & POINT_BOX {
-                0 => (self.bounds.get(2 * d * slot as usize), 2 * d),
-                _ => (features.get(d * (slot & !POINT_BOX) as usize), d),
+            let (start, bytes) = match Slot::of(slot) {
+                Slot::Stored(b) => (self.bounds.get(2 * d * b as usize), 8 * d),
+                Slot::Point(i) => (features.get(d * i as usize), 4 * d),
+                // The ids: the rows they name are known only once these arrive.
+                Slot::Set(s) => {
+                    if let Some(ids) = self.sets.get(s as usize * SET_POINTS) {
+                        prefetch_lines(ids as *const u32 as *const u8, 1);
+                    }
+                    (None, 0)
+                }
+                Slot::Unset => (None, 0),
             };
             if let Some(first) = start {
-                let bytes = floats * std::mem::size_of::<Feature>();
                 prefetch_lines(
                     first as *const Feature as *const u8,
                     bytes.div_ceil(64).min(16),
@@ -713,14 +971,38 @@ impl MondrianTree {
         }
     }
 
-    /// The node's box for writing; a box that is a training point's row (or unset) is first
-    /// stored, as that row (or zeros).
+    /// Asks the cache for the rows the sets among the last [`path::BOTTOM`] steps of each
+    /// path name: a set's ids arrive after its descent (see
+    /// [`prefetch_box`](Self::prefetch_box)), its rows only once they are known.
+    pub(crate) fn prefetch_set_rows(&self, paths: &[Vec<PathStep>], features: &[Feature]) {
+        if self.set_capacity() == 0 {
+            return;
+        }
+        let d = self.n_features;
+        let lines = (4 * d).div_ceil(64).min(16);
+        for steps in paths {
+            for step in steps.iter().rev().take(path::BOTTOM) {
+                if let Some(Slot::Set(s)) =
+                    self.nodes.get(step.node as usize).map(|r| Slot::of(r.slot))
+                {
+                    for &i in self.set_ids(s) {
+                        if let Some(row) = features.get(i as usize * d) {
+                            prefetch_lines(row as *const Feature as *const u8, lines);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The node's box for writing; a box that is a training point's row or a set's (or
+    /// unset) is first stored, as it is (or zeros). A set slot left behind is not reused.
     fn box_mut(&mut self, node: u32, features: &[Feature]) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
-        let slot = match self.nodes[j].slot {
-            NO_BOX => self.store_box(&vec![0.0; 2 * d]),
-            slot if slot & POINT_BOX != 0 => self.copy_box(node, features),
-            slot => slot,
+        let slot = match Slot::of(self.nodes[j].slot) {
+            Slot::Unset => self.store_box(&vec![0.0; 2 * d]),
+            Slot::Point(_) | Slot::Set(_) => self.materialize_box(node, features),
+            Slot::Stored(b) => b,
         };
         self.nodes[j].slot = slot;
         let s = slot as usize;
@@ -728,11 +1010,15 @@ impl MondrianTree {
     }
 
     /// Sets the node's box to the bounding box of `points`: the row itself (nothing stored)
-    /// for a single point on a node without a stored box.
+    /// for a single point, or their ids for a few, on a node without a stored box.
     fn fit_box<T: Copy>(&mut self, node: u32, points: &[u32], data: &TrainingPoints<T>) {
         if !self.stores_box(node) {
             if let Some(slot) = Self::point_slot(points) {
                 self.nodes[node as usize].slot = slot;
+                return;
+            }
+            if let Some(ids) = self.few_distinct(points) {
+                self.set_box_ids(node, &ids);
                 return;
             }
         }
@@ -811,13 +1097,23 @@ impl MondrianTree {
     }
 
     /// Grows the box of `node` to contain training point `point` (a box that is already
-    /// that point stays as it is).
+    /// that point stays as it is; a row or a set with room becomes a set with the point).
     fn extend_box<T: Copy>(&mut self, node: u32, point: u32, data: &TrainingPoints<T>) {
-        if self.nodes[node as usize].slot == POINT_BOX | point {
-            return;
-        }
-        let (lower, upper) = self.box_mut(node, data.features);
-        grow_box(lower, upper, data.row(point));
+        let mut ids = match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Point(i) if i == point => return,
+            Slot::Point(i) if self.set_capacity() > 1 => PointIds::from_slice(&[i]),
+            Slot::Set(s) if self.set_ids(s).contains(&point) => return,
+            Slot::Set(s) if self.set_ids(s).len() < self.set_capacity() => {
+                PointIds::from_slice(self.set_ids(s))
+            }
+            _ => {
+                let (lower, upper) = self.box_mut(node, data.features);
+                grow_box(lower, upper, data.row(point));
+                return;
+            }
+        };
+        ids.push(point);
+        self.set_box_ids(node, &ids);
     }
 
     /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, \[P\] Alg. 1–2 and 9),
@@ -866,6 +1162,7 @@ impl MondrianTree {
             stack,
             child_boxes,
             order,
+            hull,
         } = &mut scratch;
         stack.clear();
         stack.push((node, 0usize, indices.len(), tau_parent));
@@ -879,7 +1176,7 @@ impl MondrianTree {
                 self.make_leaf(j, set, true);
                 continue;
             }
-            let (lower, upper) = self.data_box(j, data.features);
+            let (lower, upper) = self.box_in(j, data.features, hull);
             let extent = linear_dimension(lower, upper);
             let t = tp + split_time(rng, extent);
             if t >= self.lifetime {
@@ -1076,10 +1373,10 @@ impl MondrianTree {
                 continue;
             }
             let (lower, upper) = self.data_box(j, data.features);
-            let eta = set_extension_rate(lower, upper, &lo, &hi);
+            let eta = set_extension_rate(&lower, &upper, &lo, &hi);
             let t = tp + sample_exponential(rng, eta);
             if t < self.nodes[ju].tau {
-                let cut = sample_set_extension_cut(rng, lower, upper, &lo, &hi, eta);
+                let cut = sample_set_extension_cut(rng, &lower, &upper, &lo, &hi, eta);
                 let (beyond, near): (Vec<u32>, Vec<u32>) = set.iter().partition(|&&i| {
                     (data.row(i)[cut.dimension] > cut.location) == cut.point_goes_right
                 });
@@ -1177,6 +1474,30 @@ impl MondrianTree {
             // The box is the one point all of `set` repeats.
             return;
         }
+        // A row or a set that can take the new points' ids stays a set.
+        let capacity = self.set_capacity();
+        let held = match Slot::of(self.nodes[node as usize].slot) {
+            Slot::Point(i) if capacity > 0 => Some(PointIds::from_slice(&[i])),
+            Slot::Set(s) if self.set_ids(s).len() <= capacity => {
+                Some(PointIds::from_slice(self.set_ids(s)))
+            }
+            _ => None,
+        };
+        if let Some(mut ids) = held {
+            let fits = set.iter().all(|&i| {
+                if !ids.contains(i) {
+                    if ids.len >= capacity {
+                        return false;
+                    }
+                    ids.push(i);
+                }
+                true
+            });
+            if fits {
+                self.set_box_ids(node, &ids);
+                return;
+            }
+        }
         let (lower, upper) = self.box_mut(node, features);
         grow_box(lower, upper, lo);
         grow_box(lower, upper, hi);
@@ -1207,7 +1528,7 @@ impl MondrianTree {
         self.nodes[np].set_split(dim, loc);
         self.nodes[np].tau = tau;
         self.nodes[np].slot = self.copy_box(node, features);
-        if self.data_box(node, features).1[dim] <= loc {
+        if self.upper_at(node, dim, features) <= loc {
             self.nodes[np].left = node;
         } else {
             self.nodes[np].pair[0] = node;
@@ -1296,8 +1617,10 @@ impl MondrianTree {
         rng: &mut R,
     ) {
         let x = data.row(point);
-        let (lower, upper) = self.data_box(node, data.features);
+        let mut hull = std::mem::take(&mut self.hull);
+        let (lower, upper) = self.box_in(node, data.features, &mut hull);
         let cut = sample_extension_cut(rng, lower, upper, x, eta);
+        self.hull = hull;
         let old_parent = self.nodes[node as usize].parent;
         let new_parent =
             self.insert_parent_above(node, tau, cut.dimension, cut.location, data.features, stats);
@@ -1392,8 +1715,10 @@ impl MondrianTree {
         }
         let mut owned = vec![false; self.bounds.len() / (2 * self.n_features).max(1)];
         for node in &self.nodes {
-            if let Some(o) = owned.get_mut(node.slot as usize) {
-                *o = true;
+            if let Slot::Stored(b) = Slot::of(node.slot) {
+                if let Some(o) = owned.get_mut(b as usize) {
+                    *o = true;
+                }
             }
         }
         if owned.contains(&false) {
@@ -1416,8 +1741,11 @@ impl MondrianTree {
                     if !(lower[dim] <= loc && loc < upper[dim]) {
                         return Err(format!("node {j}: split {loc} outside its box"));
                     }
-                    if !self.stores_box(j) {
-                        return Err(format!("internal node {j} has no stored box"));
+                    if !matches!(
+                        Slot::of(self.nodes[ju].slot),
+                        Slot::Stored(_) | Slot::Set(_)
+                    ) {
+                        return Err(format!("internal node {j} has neither a box nor a set"));
                     }
                     if self.data_box(l, f).1[dim] > loc || self.data_box(r, f).0[dim] <= loc {
                         return Err(format!("node {j}: children on the wrong side of the split"));
@@ -1450,11 +1778,18 @@ impl MondrianTree {
                     let (lower, upper) = self.data_box(j, f);
                     if self.lifetime.is_infinite()
                         && !pauses
-                        && linear_dimension(lower, upper) > 0.0
+                        && linear_dimension(&lower, &upper) > 0.0
                     {
                         return Err(format!("leaf {j} with λ = ∞ has a positive extent"));
                     }
                     under[ju] = self.leaf_points(j).to_vec();
+                }
+            }
+            // A set names points below (online, a point inside the box joins no set: the
+            // bounding box of the set stays that of all points below, checked next).
+            if let Slot::Set(set) = Slot::of(self.nodes[ju].slot) {
+                if self.set_ids(set).iter().any(|i| !under[ju].contains(i)) {
+                    return Err(format!("node {j}: its set names points it does not hold"));
                 }
             }
             // Box equals the bounding box of the points below.
@@ -1476,6 +1811,52 @@ impl MondrianTree {
             }
         }
         Ok(())
+    }
+}
+
+/// The distinct ids of `set` if there are at most `capacity` (and `set` is not empty).
+fn few_distinct(set: &[u32], capacity: usize) -> Option<PointIds> {
+    if capacity == 0 {
+        return None;
+    }
+    let mut ids = PointIds::default();
+    for &i in set {
+        if !ids.contains(i) {
+            if ids.len == capacity {
+                return None;
+            }
+            ids.push(i);
+        }
+    }
+    (ids.len > 0).then_some(ids)
+}
+
+/// Up to [`SET_POINTS`] point ids, on the stack.
+#[derive(Debug, Clone, Copy, Default)]
+struct PointIds {
+    ids: [u32; SET_POINTS],
+    len: usize,
+}
+
+impl PointIds {
+    fn from_slice(ids: &[u32]) -> Self {
+        let mut out = PointIds::default();
+        ids.iter().for_each(|&i| out.push(i));
+        out
+    }
+    fn contains(&self, i: u32) -> bool {
+        self.ids[..self.len].contains(&i)
+    }
+    fn push(&mut self, i: u32) {
+        self.ids[self.len] = i;
+        self.len += 1;
+    }
+}
+
+impl std::ops::Deref for PointIds {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.ids[..self.len]
     }
 }
 
@@ -1619,14 +2000,82 @@ mod tests {
         );
     }
 
+    /// On wide data a node over a few points names them instead of storing a box: its box
+    /// (the bounding box of their rows) and its η for any row are bit for bit those of the
+    /// stored box it replaces, in a batch fit and after online insertions (which turn rows
+    /// into sets, grow sets and store a box once a set is full).
+    #[test]
+    fn point_sets_measure_like_the_boxes_they_replace() {
+        let d = 150; // three parts of the η of a set: 64, 64 and 22 features
+        let n = 90;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        // A coarse grid, so that points repeat in some features and differ in others.
+        let features: Vec<Feature> = (0..n * d)
+            .map(|_| rng.gen_range(0..6) as Feature / 5.0)
+            .collect();
+        let targets = vec![0u32; n];
+        let data = TrainingPoints {
+            features: &features,
+            n_features: d,
+            targets: &targets,
+        };
+        let queries: Vec<Feature> = (0..20 * d).map(|_| rng.gen_range(-0.5..1.5)).collect();
+        // Batch, batch then points, points, batch then sets of 7 points (the set road).
+        for (online_from, batch) in [(n, 1), (30, 1), (0, 1), (30, 7)] {
+            let mut tree = MondrianTree::new(d, f64::INFINITY, PauseRule::NEVER);
+            let first: Vec<u32> = (0..online_from as u32).collect();
+            if !first.is_empty() {
+                tree.fit(first, &data, &mut NoStats, &mut rng);
+            }
+            let rest: Vec<u32> = (online_from as u32..n as u32).collect();
+            for part in rest.chunks(batch) {
+                match part {
+                    [i] => tree.extend(*i, 1, &data, &mut NoStats, &mut rng),
+                    _ => tree.extend_many(part.to_vec(), &data, &mut NoStats, &mut rng),
+                }
+            }
+            tree.check_invariants(&data, &NoStats).expect("invariants");
+            let kinds: Vec<Slot> = tree.nodes.iter().map(|r| Slot::of(r.slot)).collect();
+            let sets = kinds.iter().filter(|k| matches!(k, Slot::Set(_))).count();
+            let stored = kinds
+                .iter()
+                .filter(|k| matches!(k, Slot::Stored(_)))
+                .count();
+            assert!(
+                sets > 10 && stored > 10,
+                "{online_from}: {sets} sets, {stored} boxes"
+            );
+            for j in 0..tree.n_nodes() as u32 {
+                let (lower, upper) = tree.data_box(j, &features);
+                for x in queries.chunks_exact(d).chain(features.chunks_exact(d)) {
+                    assert_eq!(
+                        tree.eta(j, x, &features).to_bits(),
+                        extension_rate(&lower, &upper, x).to_bits(),
+                        "{online_from}: node {j} ({:?})",
+                        kinds[j as usize]
+                    );
+                }
+                if !tree.is_leaf(j) {
+                    let dim = tree.split_dimension(j);
+                    assert_eq!(tree.upper_at(j, dim, &features), upper[dim]);
+                }
+            }
+        }
+    }
+
     /// A decoded tree whose leaves and point lists disagree is refused, not used.
     #[test]
     fn decoding_refuses_point_lists_that_do_not_match_their_leaves() {
-        let features: Vec<Feature> = (0..5).map(|i| i as Feature).collect();
+        // Wide enough for nodes over a few points to keep their ids: feature 0 is the
+        // point's index, the others 0.
+        let d = SET_MIN_FEATURES;
+        let features: Vec<Feature> = (0..5 * d)
+            .map(|k| if k % d == 0 { (k / d) as Feature } else { 0.0 })
+            .collect();
         let targets = [0u32; 5];
         let data = TrainingPoints {
             features: &features,
-            n_features: 1,
+            n_features: d,
             targets: &targets,
         };
         let layout = Layout::Split {
@@ -1637,7 +2086,7 @@ mod tests {
             right: Box::new(Layout::Leaf(vec![3, 4])),
         };
         let tree = MondrianTree::from_layout(
-            1,
+            d,
             f64::INFINITY,
             PauseRule::NEVER,
             &layout,
@@ -1651,7 +2100,7 @@ mod tests {
         assert_eq!(tree.leaf_points(right), [3, 4]);
         // Each edit gets the tree and the left and right leaves.
         type Forgery = fn(&mut MondrianTree, usize, usize);
-        let forgeries: [(&str, Forgery); 8] = [
+        let forgeries: [(&str, Forgery); 10] = [
             ("list owned by an inline leaf", |t, _, r| {
                 t.list_owner[0] = r as u32
             }),
@@ -1672,10 +2121,19 @@ mod tests {
             ("a split at the lifetime", |t, _, _| {
                 t.nodes[t.root as usize].tau = f64::INFINITY
             }),
-            ("a stored box no node owns", |t, _, r| {
-                // The leaf keeps one of its points and takes that point's row as its box.
-                t.nodes[r].set_count(1);
-                t.nodes[r].slot = POINT_BOX | t.nodes[r].pair[0];
+            ("a stored box no node owns", |t, _, _| {
+                // The root moves to a copy of its box, leaving the first one to no node.
+                let root = t.root as usize;
+                t.nodes[root].slot = t.copy_box(t.root, &[]);
+            }),
+            ("a set naming a point the model does not have", |t, l, _| {
+                let Slot::Set(s) = Slot::of(t.nodes[l].slot) else {
+                    panic!("a three-point leaf keeps a set")
+                };
+                t.sets[s as usize * SET_POINTS] = 99;
+            }),
+            ("two nodes naming one set", |t, l, r| {
+                t.nodes[r].slot = t.nodes[l].slot
             }),
         ];
         for (what, forge) in forgeries {

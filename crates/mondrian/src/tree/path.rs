@@ -3,7 +3,7 @@
 //! branch-off; the model supplies what a node (or a branch-off node) predicts.
 
 use super::{MondrianTree, NO_NODE};
-use crate::process::{extension_rate, Feature};
+use crate::process::Feature;
 
 /// How many rows of a prediction block descend in lockstep
 /// ([`MondrianTree::path_steps_many`]).
@@ -180,9 +180,7 @@ impl MondrianTree {
     ) -> usize {
         let mut first = items.len();
         for (k, item) in items.iter_mut().enumerate().rev() {
-            let j = node(item);
-            let (lower, upper) = self.data_box(j, features);
-            let eta = extension_rate(lower, upper, x);
+            let eta = self.eta(node(item), x, features);
             if eta == 0.0 {
                 break;
             }

@@ -372,18 +372,6 @@ pub fn check_tree(
             tree.n_nodes()
         ));
     }
-    // Storage: a leaf whose points are one training point keeps no box of its own (its box
-    // is that point's row); every other node stores one.
-    for &j in &order {
-        let points = tree.leaf_points(j);
-        let one_point = tree.is_leaf(j) && points.iter().all(|&i| i == points[0]);
-        if tree.stores_box(j) == one_point {
-            return Err(format!(
-                "node {j}: stores a box {} but holds one point {one_point}",
-                tree.stores_box(j)
-            ));
-        }
-    }
     let n_nodes = tree.n_nodes();
     let mut under: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
     let mut recount: Vec<Vec<u32>> = vec![vec![0; k]; n_nodes];
@@ -469,6 +457,18 @@ pub fn check_tree(
                     return Err(format!("internal node {j} satisfies the pause predicate"));
                 }
             }
+        }
+        // Storage: a leaf whose points are one training point keeps no box of its own (its
+        // box is that point's row). Other nodes store a box or name a few of their points
+        // (a batch fit: all of them, when there are at most SET_POINTS; online, also a node
+        // that took more points inside its box), whose bounding box the next check holds
+        // to that of all points below.
+        let mut distinct = under[ju].clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let one_point = tree.is_leaf(j) && distinct.len() == 1;
+        if one_point && tree.stores_box(j) {
+            return Err(format!("leaf {j} over one point stores a box"));
         }
         // Box = bounding box of the points below (item 1, which implies item 2).
         for (dim, (lo, hi)) in data.ranges(&under[ju]).into_iter().enumerate() {
