@@ -1,7 +1,10 @@
-// Probe: u8-coded boxes measured without gathers: per query row, each feature's rank among
-// the table's values, u8 compares find the features where the row lies outside the box,
-// and only those are looked up. Usage: D V BOXES QUERIES P_OUTSIDE.
-// gcc -O2 -march=native -o /tmp/compare experiments/probes/box_codes_compare.c
+// Probe: is a box stored as u8 codes (a per-feature table of the training set's distinct
+// values) faster to measure than a box of f32? Times η of one row against boxes picked at
+// random from a buffer (far larger than the caches unless BOXES is small), three ways: the
+// f32 box; u8 codes decoded by AVX-512 gathers; u8 codes compared with the row's rank among
+// each feature's values, looking up only the features where the row lies outside the box
+// (a share P_OUTSIDE of them). Usage: D V BOXES QUERIES P_OUTSIDE.
+// gcc -O2 -march=native -o /tmp/box_codes experiments/probes/box_codes.c
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,22 @@ static inline float eta_f32(const float*lo,const float*hi,const float*x,int D){
   if(d<D){__mmask16 m=(1u<<(D-d))-1; __m512 xv=_mm512_maskz_loadu_ps(m,x+d);
   acc=_mm512_add_ps(acc,_mm512_maskz_max_ps(m,_mm512_sub_ps(_mm512_maskz_loadu_ps(m,lo+d),xv),_mm512_setzero_ps()));
   acc=_mm512_add_ps(acc,_mm512_maskz_max_ps(m,_mm512_sub_ps(xv,_mm512_maskz_loadu_ps(m,hi+d)),_mm512_setzero_ps()));}
+  return _mm512_reduce_add_ps(acc);}
+// coded: codes lo/hi u8, table per feature base offset off[d] (i32), values tab (f32)
+static inline float eta_u8(const uint8_t*lo,const uint8_t*hi,const float*x,const int32_t*off,const float*tab,int D){
+  __m512 acc=_mm512_setzero_ps(); int d=0;
+  for(;d+16<=D;d+=16){__m512 xv=_mm512_loadu_ps(x+d); __m512i o=_mm512_loadu_si512(off+d);
+    __m512i li=_mm512_add_epi32(o,_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(lo+d))));
+    __m512i hi_=_mm512_add_epi32(o,_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(hi+d))));
+    __m512 lv=_mm512_i32gather_ps(li,tab,4), hv=_mm512_i32gather_ps(hi_,tab,4);
+    acc=_mm512_add_ps(acc,_mm512_max_ps(_mm512_sub_ps(lv,xv),_mm512_setzero_ps()));
+    acc=_mm512_add_ps(acc,_mm512_max_ps(_mm512_sub_ps(xv,hv),_mm512_setzero_ps()));}
+  if(d<D){__mmask16 m=(1u<<(D-d))-1; __m512 xv=_mm512_maskz_loadu_ps(m,x+d); __m512i o=_mm512_maskz_loadu_epi32(m,off+d);
+    __m512i li=_mm512_add_epi32(o,_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m,lo+d)));
+    __m512i hi_=_mm512_add_epi32(o,_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m,hi+d)));
+    __m512 lv=_mm512_mask_i32gather_ps(_mm512_setzero_ps(),m,li,tab,4), hv=_mm512_mask_i32gather_ps(_mm512_setzero_ps(),m,hi_,tab,4);
+    acc=_mm512_add_ps(acc,_mm512_maskz_max_ps(m,_mm512_sub_ps(lv,xv),_mm512_setzero_ps()));
+    acc=_mm512_add_ps(acc,_mm512_maskz_max_ps(m,_mm512_sub_ps(xv,hv),_mm512_setzero_ps()));}
   return _mm512_reduce_add_ps(acc);}
 // compare trick: rle[d]=#values<=x, rlt[d]=#values<x (u8); outside low: l>=rle ; high: u<rlt
 static inline float eta_cmp(const uint8_t*lo,const uint8_t*hi,const uint8_t*rle,const uint8_t*rlt,const float*x,const int32_t*off,const float*tab,int D){
@@ -45,5 +64,6 @@ int main(int argc,char**argv){
   for(int rep=0;rep<2;rep++){
   double t0=now(); double s=0; for(long i=0;i<q;i++){size_t b=idx[i]; s+=eta_f32(fb+b*2*D,fb+b*2*D+D,x,D);} double t1=now();
   double s2=0; for(long i=0;i<q;i++){size_t b=idx[i]; s2+=eta_cmp(cb+b*2*D,cb+b*2*D+D,rle,rlt,x,off,tab,D);} double t2=now();
-  printf("D %d V %d pout %.2f boxes %zu (%.0f MB f32): f32 %.1f ns/box, u8 cmp %.1f ns/box  (%g %g)\n",D,V,pout,nb,nb*2.0*D*4/1e6,(t1-t0)*1e9/q,(t2-t1)*1e9/q,s,s2);}
+  double s3=0; for(long i=0;i<q;i++){size_t b=idx[i]; s3+=eta_u8(cb+b*2*D,cb+b*2*D+D,x,off,tab,D);} double t3=now();
+  printf("D %d V %d pout %.2f boxes %zu (%.0f MB f32): f32 %.1f ns/box, u8 gather %.1f ns/box, u8 cmp %.1f ns/box  (%g %g %g)\n",D,V,pout,nb,nb*2.0*D*4/1e6,(t1-t0)*1e9/q,(t3-t2)*1e9/q,(t2-t1)*1e9/q,s,s3,s2);}
 }
