@@ -1135,6 +1135,7 @@ impl MondrianTree {
         let max_nodes = 2 * points.len() - 1;
         self.nodes.reserve(max_nodes);
         self.bounds.reserve(max_nodes * 2 * self.n_features);
+        self.sets.reserve(max_nodes * self.set_capacity());
         stats.reserve(max_nodes);
         self.root = self.new_node(NO_NODE, stats);
         self.sample_block(self.root, points, 0.0, data, stats, rng);
