@@ -12,7 +12,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (8: a leaf keeps up to two point
+/// Version of the on-disk format written by this build (9: on wide data a node over a few
+/// points names them instead of storing its box; 8: a leaf keeps up to two point
 /// ids in its record, only longer point lists are kept apart; 7: a node's box slot and
 /// pause flag sit in its record; 6: a leaf of a single point stores no box, trees keep a
 /// box slot per node; 5: the regressor keeps the PITs that recalibrate its intervals; 4:

@@ -2,7 +2,10 @@
 //! tree no training could grow (a hand-edited or foreign file), and every walk over the
 //! arena assumes the invariants checked here.
 
-use super::{MondrianTree, Node, Slot, INLINE_POINTS, NO_NODE, NO_POINT, SET_POINTS, SPILLED};
+use super::{
+    MondrianTree, Node, Slot, INLINE_POINTS, NO_NODE, NO_POINT, SET_MIN_FEATURES, SET_POINTS,
+    SPILLED,
+};
 
 impl MondrianTree {
     /// Checks a tree read from a file: one box per node and a node for every stored box,
@@ -58,16 +61,19 @@ impl MondrianTree {
                     _ => return Err("a tree's box slots are not one per node".into()),
                 },
                 Slot::Set(s) => {
+                    if d < SET_MIN_FEATURES {
+                        return Err("a tree this narrow names point sets as boxes".into());
+                    }
                     match set_owned.get_mut(s as usize) {
                         Some(o) if !*o => *o = true,
                         _ => return Err("a tree's box slots are not one per node".into()),
                     }
                     let run = &self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
                     let held = run.iter().take_while(|&&i| i != NO_POINT).count();
-                    if held == 0
-                        || run[held..].iter().any(|&i| i != NO_POINT)
-                        || run[..held].iter().any(|&i| i as usize >= n_points)
-                    {
+                    if held == 0 || run[held..].iter().any(|&i| i != NO_POINT) {
+                        return Err("a tree node's point set is malformed".into());
+                    }
+                    if run[..held].iter().any(|&i| i as usize >= n_points) {
                         return Err("a tree node's box names points the model does not have".into());
                     }
                 }

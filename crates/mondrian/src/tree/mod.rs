@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::process::sample_exponential;
 use crate::process::{
-    extension_rate, extension_rate_lanes, grow_box, linear_dimension, sample_extension_cut,
+    extension_rate, grow_box, hull_extension_rate, linear_dimension, sample_extension_cut,
     sample_set_extension_cut, sample_side, sample_uniform_half_open, set_extension_rate,
     split_time, Feature,
 };
@@ -79,7 +79,7 @@ const NO_POINT: u32 = u32::MAX;
 /// box. On narrower data a box is a line or two, which the ids and then the rows they name
 /// cost more to read than they save (measured: online and prediction slower on letter and
 /// satimage, memory −15–30 %); from here on a box is eight lines or more.
-const SET_MIN_FEATURES: usize = 64;
+pub const SET_MIN_FEATURES: usize = 64;
 
 /// What a node's `slot` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +256,10 @@ pub struct MondrianTree {
     bounds: Vec<Feature>,
     /// Point ids of the nodes whose box is their bounding box, [`SET_POINTS`] per slot.
     sets: Vec<u32>,
+    /// Set slots no node names any more (their node's box came to be stored), reused
+    /// before `sets` grows. Not saved: a loaded tree leaves them unused.
+    #[serde(skip)]
+    free_sets: Vec<u32>,
     /// The point lists of leaves holding more than [`INLINE_POINTS`] ids (a leaf with at
     /// most that many keeps them in its record), in no order, each with the leaf that owns
     /// it.
@@ -312,7 +316,9 @@ struct Node {
     /// [`SPILLED`]; with [`PAUSED`] set on a paused leaf.
     split_dim: u32,
     /// The index of the node's box in `bounds` (in boxes of 2·D floats), or
-    /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `NO_BOX` while unset.
+    /// `POINT_BOX | i` for a leaf whose box is training point `i`, or `SET_BOX | s` for a
+    /// node whose box is the bounding box of the points of set slot `s`, or `NO_BOX` while
+    /// unset (see [`Slot`]).
     slot: u32,
 }
 
@@ -381,6 +387,7 @@ impl MondrianTree {
             nodes: Vec::new(),
             bounds: Vec::new(),
             sets: Vec::new(),
+            free_sets: Vec::new(),
             lists: Vec::new(),
             list_owner: Vec::new(),
             path: Vec::new(),
@@ -556,27 +563,16 @@ impl MondrianTree {
         }
     }
 
-    /// [`eta`](Self::eta) of a set's box: its bounding box a part at a time, on the stack;
-    /// parts of 64 features keep the lanes, and so the bits, of the whole box at once.
+    /// [`eta`](Self::eta) of a set's box, from its rows ([`hull_extension_rate`]).
     #[inline(never)]
     fn set_eta(&self, s: u32, x: &[Feature], features: &[Feature]) -> f64 {
         let d = self.n_features;
+        let mut rows: [&[Feature]; SET_POINTS] = [&[]; SET_POINTS];
         let ids = self.set_ids(s);
-        let mut lower = [0.0 as Feature; 64];
-        let mut upper = [0.0 as Feature; 64];
-        let mut acc = [0.0f64; 4];
-        for start in (0..d).step_by(64) {
-            let end = (start + 64).min(d);
-            let (lo, hi) = (&mut lower[..end - start], &mut upper[..end - start]);
-            let row = |i: u32| &features[i as usize * d + start..i as usize * d + end];
-            lo.copy_from_slice(row(ids[0]));
-            hi.copy_from_slice(row(ids[0]));
-            for &i in &ids[1..] {
-                grow_box(lo, hi, row(i));
-            }
-            extension_rate_lanes(lo, hi, &x[start..end], &mut acc);
+        for (row, &i) in rows.iter_mut().zip(ids) {
+            *row = &features[i as usize * d..(i as usize + 1) * d];
         }
-        (acc[0] + acc[1]) + (acc[2] + acc[3])
+        hull_extension_rate(&rows[..ids.len()], x)
     }
 
     /// The upper bound of the node's box in dimension `dim`.
@@ -836,6 +832,12 @@ impl MondrianTree {
     /// and returns its slot.
     fn store_set(&mut self, ids: &[u32]) -> u32 {
         debug_assert!(!ids.is_empty() && ids.len() <= SET_POINTS);
+        if let Some(s) = self.free_sets.pop() {
+            let run = &mut self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
+            run.fill(NO_POINT);
+            run[..ids.len()].copy_from_slice(ids);
+            return SET_BOX | s;
+        }
         let s = self.sets.len() / SET_POINTS;
         assert!(s < SET_BOX as usize, "more sets than a tree can index");
         self.sets.extend_from_slice(ids);
@@ -996,12 +998,18 @@ impl MondrianTree {
     }
 
     /// The node's box for writing; a box that is a training point's row or a set's (or
-    /// unset) is first stored, as it is (or zeros). A set slot left behind is not reused.
+    /// unset) is first stored, as it is (or zeros). A set slot left behind is reused by
+    /// the next set.
     fn box_mut(&mut self, node: u32, features: &[Feature]) -> (&mut [Feature], &mut [Feature]) {
         let (d, j) = (self.n_features, node as usize);
         let slot = match Slot::of(self.nodes[j].slot) {
             Slot::Unset => self.store_box(&vec![0.0; 2 * d]),
-            Slot::Point(_) | Slot::Set(_) => self.materialize_box(node, features),
+            Slot::Point(_) => self.materialize_box(node, features),
+            Slot::Set(s) => {
+                let b = self.materialize_box(node, features);
+                self.free_sets.push(s);
+                b
+            }
             Slot::Stored(b) => b,
         };
         self.nodes[j].slot = slot;
@@ -1096,14 +1104,25 @@ impl MondrianTree {
         Ok(tree)
     }
 
-    /// Grows the box of `node` to contain training point `point` (a box that is already
-    /// that point stays as it is; a row or a set with room becomes a set with the point).
-    fn extend_box<T: Copy>(&mut self, node: u32, point: u32, data: &TrainingPoints<T>) {
+    /// Grows the box of `node` to contain training point `point` (`outside`: whether it
+    /// lies outside the box). A box that is already that point stays as it is; a row or a
+    /// set with room becomes a set with the point; a set whose box holds the point is left
+    /// as it is (its bounding box is unchanged), so that sets fill only with points that
+    /// widen them.
+    fn extend_box<T: Copy>(
+        &mut self,
+        node: u32,
+        point: u32,
+        data: &TrainingPoints<T>,
+        outside: bool,
+    ) {
+        let capacity = self.set_capacity();
         let mut ids = match Slot::of(self.nodes[node as usize].slot) {
             Slot::Point(i) if i == point => return,
-            Slot::Point(i) if self.set_capacity() > 1 => PointIds::from_slice(&[i]),
+            Slot::Point(i) if capacity > 1 => PointIds::from_slice(&[i]),
+            Slot::Set(_) if !outside => return,
             Slot::Set(s) if self.set_ids(s).contains(&point) => return,
-            Slot::Set(s) if self.set_ids(s).len() < self.set_capacity() => {
+            Slot::Set(s) if self.set_ids(s).len() < capacity => {
                 PointIds::from_slice(self.set_ids(s))
             }
             _ => {
@@ -1272,7 +1291,7 @@ impl MondrianTree {
                 let stays_paused = self
                     .pause
                     .holds_after(self.leaf_len(j), weight, stats, j, y);
-                self.extend_box(j, point, data);
+                self.extend_box(j, point, data, self.path[k].1 > 0.0);
                 // Re-sampling the block below leaves the node's statistics those of its
                 // points, the old ones plus this one: above it, the change is the point's.
                 let reaches_parent = stats.absorb_leaf(j, y, weight);
@@ -1295,7 +1314,7 @@ impl MondrianTree {
                 self.insert_parent(j, tp + e, eta, point, weight, data, stats, rng);
                 return;
             }
-            self.extend_box(j, point, data);
+            self.extend_box(j, point, data, eta > 0.0);
             if self.is_leaf(j) {
                 self.push_leaf_point(j, point, weight);
                 if stats.absorb_leaf(j, y, weight) {
@@ -1373,11 +1392,14 @@ impl MondrianTree {
                 }
                 continue;
             }
-            let (lower, upper) = self.data_box(j, data.features);
-            let eta = set_extension_rate(&lower, &upper, &lo, &hi);
+            let mut hull = std::mem::take(&mut self.hull);
+            let (lower, upper) = self.box_in(j, data.features, &mut hull);
+            let eta = set_extension_rate(lower, upper, &lo, &hi);
             let t = tp + sample_exponential(rng, eta);
-            if t < self.nodes[ju].tau {
-                let cut = sample_set_extension_cut(rng, &lower, &upper, &lo, &hi, eta);
+            let cut = (t < self.nodes[ju].tau)
+                .then(|| sample_set_extension_cut(rng, lower, upper, &lo, &hi, eta));
+            self.hull = hull;
+            if let Some(cut) = cut {
                 let (beyond, near): (Vec<u32>, Vec<u32>) = set.iter().partition(|&&i| {
                     (data.row(i)[cut.dimension] > cut.location) == cut.point_goes_right
                 });
@@ -1475,23 +1497,29 @@ impl MondrianTree {
             // The box is the one point all of `set` repeats.
             return;
         }
-        // A row or a set that can take the new points' ids stays a set.
+        // A row or a set that can take the ids of the new points that widen its box stays a
+        // set (a point inside the bounding box of the ids so far leaves it as it is).
         let capacity = self.set_capacity();
         let held = match Slot::of(self.nodes[node as usize].slot) {
-            Slot::Point(i) if capacity > 0 => Some(PointIds::from_slice(&[i])),
-            Slot::Set(s) if self.set_ids(s).len() <= capacity => {
-                Some(PointIds::from_slice(self.set_ids(s)))
-            }
+            Slot::Point(i) if capacity > 1 => Some(PointIds::from_slice(&[i])),
+            Slot::Set(s) if capacity > 0 => Some(PointIds::from_slice(self.set_ids(s))),
             _ => None,
         };
         if let Some(mut ids) = held {
+            let d = self.n_features;
+            let row = |i: u32| &features[i as usize * d..(i as usize + 1) * d];
             let fits = set.iter().all(|&i| {
-                if !ids.contains(i) {
-                    if ids.len >= capacity {
-                        return false;
-                    }
-                    ids.push(i);
+                let mut rows: [&[Feature]; SET_POINTS] = [&[]; SET_POINTS];
+                for (r, &j) in rows.iter_mut().zip(ids.iter()) {
+                    *r = row(j);
                 }
+                if ids.contains(i) || hull_extension_rate(&rows[..ids.len], row(i)) == 0.0 {
+                    return true;
+                }
+                if ids.len >= capacity {
+                    return false;
+                }
+                ids.push(i);
                 true
             });
             if fits {
@@ -1625,7 +1653,8 @@ impl MondrianTree {
         let old_parent = self.nodes[node as usize].parent;
         let new_parent =
             self.insert_parent_above(node, tau, cut.dimension, cut.location, data.features, stats);
-        self.extend_box(new_parent, point, data);
+        // The new parent's box is `node`'s, which the point lies outside.
+        self.extend_box(new_parent, point, data, true);
         let leaf = self.new_node(new_parent, stats);
         self.new_leaf(leaf, point, weight, data, stats);
         let np = new_parent as usize;
@@ -1786,11 +1815,15 @@ impl MondrianTree {
                     under[ju] = self.leaf_points(j).to_vec();
                 }
             }
-            // A set names points below (online, a point inside the box joins no set: the
-            // bounding box of the set stays that of all points below, checked next).
+            // A set names points below and is not free (online, a point that does not widen
+            // a set's box joins no set: the bounding box of the set stays that of all points
+            // below, checked next).
             if let Slot::Set(set) = Slot::of(self.nodes[ju].slot) {
                 if self.set_ids(set).iter().any(|i| !under[ju].contains(i)) {
                     return Err(format!("node {j}: its set names points it does not hold"));
+                }
+                if self.free_sets.contains(&set) {
+                    return Err(format!("node {j}: its set slot is marked free"));
                 }
             }
             // Box equals the bounding box of the points below.
@@ -2061,6 +2094,34 @@ mod tests {
                     assert_eq!(tree.upper_at(j, dim, &features), upper[dim]);
                 }
             }
+        }
+    }
+
+    /// Online, a point that does not widen a set's box joins no set: twenty copies of one
+    /// row under distinct ids leave one leaf whose set names two of them and no stored box
+    /// (a set that took every id would fill and store a box of zero extent).
+    #[test]
+    fn points_inside_a_set_box_join_no_set() {
+        let d = SET_MIN_FEATURES;
+        let features: Vec<Feature> = (0..20 * d).map(|k| (k % d) as Feature).collect();
+        let targets = vec![0u32; 20];
+        let data = TrainingPoints {
+            features: &features,
+            n_features: d,
+            targets: &targets,
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut tree = MondrianTree::new(d, f64::INFINITY, PauseRule::NEVER);
+        for i in 0..20 {
+            tree.extend(i, 1, &data, &mut NoStats, &mut rng);
+        }
+        tree.check_invariants(&data, &NoStats).expect("invariants");
+        assert_eq!(tree.n_nodes(), 1);
+        assert_eq!(tree.leaf_points(0).len(), 20);
+        assert!(tree.bounds.is_empty(), "a box was stored");
+        match Slot::of(tree.nodes[0].slot) {
+            Slot::Set(s) => assert_eq!(tree.set_ids(s), [0, 1]),
+            slot => panic!("{slot:?}"),
         }
     }
 

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use mondrian::process::Feature;
 use mondrian::stats::label::LabelCounts;
-use mondrian::tree::{MondrianTree, PauseRule, TrainingPoints};
+use mondrian::tree::{MondrianTree, PauseRule, TrainingPoints, SET_MIN_FEATURES};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -469,6 +469,10 @@ pub fn check_tree(
         let one_point = tree.is_leaf(j) && distinct.len() == 1;
         if one_point && tree.stores_box(j) {
             return Err(format!("leaf {j} over one point stores a box"));
+        }
+        // Narrower trees keep no sets: every node but a one-point leaf stores its box.
+        if data.d < SET_MIN_FEATURES && !one_point && !tree.stores_box(j) {
+            return Err(format!("node {j} of a narrow tree stores no box"));
         }
         // Box = bounding box of the points below (item 1, which implies item 2).
         for (dim, (lo, hi)) in data.ranges(&under[ju]).into_iter().enumerate() {
