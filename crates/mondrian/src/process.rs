@@ -178,10 +178,7 @@ fn next_down(b: Feature) -> Feature {
 pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
     {
-        use std::arch::x86_64::{
-            _mm256_add_pd, _mm256_cvtps_pd, _mm256_max_pd, _mm256_setzero_pd, _mm256_storeu_pd,
-            _mm256_sub_pd, _mm_loadu_ps,
-        };
+        use std::arch::x86_64::{_mm256_add_pd, _mm256_setzero_pd, _mm256_storeu_pd, _mm_loadu_ps};
         let n = x.len().min(lower.len()).min(upper.len());
         let mut i = 0;
         let mut acc = [0.0f64; 4];
@@ -194,15 +191,11 @@ pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f6
         // starting at i with i + 4 ≤ n, inside all three slices, and the store writes the
         // 4 f64 of `acc`.
         unsafe {
-            let zero = _mm256_setzero_pd();
-            let mut sum = zero;
+            let mut sum = _mm256_setzero_pd();
             while i + 4 <= n {
-                let l = _mm256_cvtps_pd(_mm_loadu_ps(lower.as_ptr().add(i)));
-                let u = _mm256_cvtps_pd(_mm_loadu_ps(upper.as_ptr().add(i)));
-                let v = _mm256_cvtps_pd(_mm_loadu_ps(x.as_ptr().add(i)));
-                let below = _mm256_max_pd(_mm256_sub_pd(l, v), zero);
-                let above = _mm256_max_pd(_mm256_sub_pd(v, u), zero);
-                sum = _mm256_add_pd(sum, _mm256_add_pd(below, above));
+                let lo = _mm_loadu_ps(lower.as_ptr().add(i));
+                let hi = _mm_loadu_ps(upper.as_ptr().add(i));
+                sum = _mm256_add_pd(sum, gaps4(lo, hi, x.as_ptr().add(i)));
                 i += 4;
             }
             _mm256_storeu_pd(acc.as_mut_ptr(), sum);
@@ -215,6 +208,30 @@ pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f6
     }
     #[allow(unreachable_code)]
     extension_rate_portable(lower, upper, x)
+}
+
+/// The four terms `max(ℓ − x, 0) + max(x − u, 0)` of [`extension_rate`] for the box
+/// bounds `lo`, `hi` and the four features of `x` at `x`, in f64 (exact differences).
+///
+/// # Safety
+/// The target has AVX and `x` points at four readable floats.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+#[inline(always)]
+unsafe fn gaps4(
+    lo: std::arch::x86_64::__m128,
+    hi: std::arch::x86_64::__m128,
+    x: *const Feature,
+) -> std::arch::x86_64::__m256d {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_cvtps_pd, _mm256_max_pd, _mm256_setzero_pd, _mm256_sub_pd,
+        _mm_loadu_ps,
+    };
+    let zero = _mm256_setzero_pd();
+    let (l, u) = (_mm256_cvtps_pd(lo), _mm256_cvtps_pd(hi));
+    let v = _mm256_cvtps_pd(_mm_loadu_ps(x));
+    let below = _mm256_max_pd(_mm256_sub_pd(l, v), zero);
+    let above = _mm256_max_pd(_mm256_sub_pd(v, u), zero);
+    _mm256_add_pd(below, above)
 }
 
 /// [`extension_rate`] without explicit SIMD.
@@ -255,15 +272,14 @@ pub fn hull_extension_rate(rows: &[&[Feature]], x: &[Feature]) -> f64 {
     #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
     {
         use std::arch::x86_64::{
-            _mm256_add_pd, _mm256_cvtps_pd, _mm256_max_pd, _mm256_setzero_pd, _mm256_storeu_pd,
-            _mm256_sub_pd, _mm_loadu_ps, _mm_max_ps, _mm_min_ps,
+            _mm256_add_pd, _mm256_setzero_pd, _mm256_storeu_pd, _mm_loadu_ps, _mm_max_ps,
+            _mm_min_ps,
         };
         // SAFETY: the target has AVX (checked at compile time); every load reads 4 floats
         // starting at i with i + 4 ≤ n, inside `x` and every row, and the store writes the
         // 4 f64 of `acc`.
         unsafe {
-            let zero = _mm256_setzero_pd();
-            let mut sum = zero;
+            let mut sum = _mm256_setzero_pd();
             while i + 4 <= n {
                 let mut lo = _mm_loadu_ps(first.as_ptr().add(i));
                 let mut hi = lo;
@@ -272,12 +288,7 @@ pub fn hull_extension_rate(rows: &[&[Feature]], x: &[Feature]) -> f64 {
                     lo = _mm_min_ps(lo, v);
                     hi = _mm_max_ps(hi, v);
                 }
-                let l = _mm256_cvtps_pd(lo);
-                let u = _mm256_cvtps_pd(hi);
-                let v = _mm256_cvtps_pd(_mm_loadu_ps(x.as_ptr().add(i)));
-                let below = _mm256_max_pd(_mm256_sub_pd(l, v), zero);
-                let above = _mm256_max_pd(_mm256_sub_pd(v, u), zero);
-                sum = _mm256_add_pd(sum, _mm256_add_pd(below, above));
+                sum = _mm256_add_pd(sum, gaps4(lo, hi, x.as_ptr().add(i)));
                 i += 4;
             }
             _mm256_storeu_pd(acc.as_mut_ptr(), sum);
