@@ -16,7 +16,7 @@ use crate::stats::gaussian::{
     estimate_theta, mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, Component,
     Estimate, GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments, Theta, Upward,
 };
-use crate::tree::{MondrianTree, PathStep, PauseRule, TrainingPoints};
+use crate::tree::{MondrianTree, NodeStatistics, PathStep, PauseRule, TrainingPoints};
 
 /// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8); the defaults are the
 /// thesis' settings.
@@ -646,16 +646,23 @@ impl MondrianForestRegressor {
         let block = self.pool.prediction_block_rows(rows.n_rows(), row_bytes);
         self.pool
             .for_each_block(&mut out, block, &scaled, block * n_features, |acc, xs| {
-                let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); acc.len()];
+                let mut steps: Vec<Vec<PathStep>> = Vec::new();
                 let mut comps = Vec::new();
                 for (t, unit) in self.trees.iter().enumerate() {
                     let msgs = self.messages.get(t).unwrap_or(&no_messages);
-                    unit.tree.path_steps_many(xs, features, &mut steps);
-                    for (a, s) in acc.iter_mut().zip(&steps) {
-                        comps.clear();
-                        model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
-                        visit(a, &comps);
-                    }
+                    unit.tree.weighed_paths(
+                        xs,
+                        features,
+                        &mut steps,
+                        |node| NodeStatistics::prefetch(&unit.stats, node),
+                        |start, paths| {
+                            for (a, s) in acc[start..].iter_mut().zip(paths) {
+                                comps.clear();
+                                model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
+                                visit(a, &comps);
+                            }
+                        },
+                    );
                 }
             });
         Ok(out)

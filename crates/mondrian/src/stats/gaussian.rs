@@ -208,6 +208,13 @@ impl NodeStatistics for TargetMoments {
     fn bytes_per_node(&self) -> usize {
         std::mem::size_of::<Moments>()
     }
+
+    #[inline(always)]
+    fn prefetch(&self, node: u32) {
+        if let Some(m) = self.nodes.get(node as usize) {
+            crate::tree::prefetch_lines(m as *const Moments as *const u8, 1);
+        }
+    }
 }
 
 /// How the observation noise σ_y² is set (§2.5, §7 A4).

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::process::{expected_discount, expected_discount_given, Feature};
-use crate::tree::{MondrianTree, NodeStatistics, PathStep, LOCKSTEP};
+use crate::tree::{MondrianTree, NodeStatistics, PathStep};
 
 /// Which counts the branch-off node uses in prediction (spec §4.3, §9 item 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -304,9 +304,8 @@ impl LabelModel {
     }
 
     /// [`predict_tree`](Self::predict_tree) for a block of rows (row-major, D columns;
-    /// `out` row-major with K columns): the rows descend [`LOCKSTEP`] at a time in lockstep
-    /// (as in [`MondrianTree::path_steps_many`]), and a group is weighed and combined only
-    /// after the next group's descent.
+    /// `out` row-major with K columns): the rows descend [`LOCKSTEP`](crate::tree::LOCKSTEP) at a time in lockstep,
+    /// two groups in flight (`MondrianTree::weighed_paths`).
     #[allow(clippy::too_many_arguments)]
     pub fn predict_tree_rows(
         &self,
@@ -323,66 +322,21 @@ impl LabelModel {
             return;
         };
         let k = counts.n_classes();
-        let d = tree.n_features();
-        scratch.many.resize_with(2 * LOCKSTEP, Vec::new);
-        let (first, second) = scratch.many.split_at_mut(LOCKSTEP);
-        let buffers = [first, second];
-        let coefficients = &mut scratch.coefficients;
-        // Two groups in flight: a group's paths are walked (asking for the boxes and counts
-        // at their bottoms), then the next group's, and only then is the first weighed and
-        // combined, giving what it reads a group's time to arrive.
-        let mut pending: Option<(&[Feature], &mut [f64], usize)> = None;
-        let groups = xs.chunks(LOCKSTEP * d).zip(out.chunks_mut(LOCKSTEP * k));
-        // One round past the last group flushes it.
-        for (g, group) in groups.map(Some).chain([None]).enumerate() {
-            // The pending group's sets' ids have arrived by now: ask for their rows, which
-            // the next descent gives time to come.
-            if let Some((_, po, b)) = &pending {
-                tree.prefetch_set_rows(&buffers[*b][..po.len() / k], features);
-            }
-            if let Some((xg, og)) = &group {
-                let rows = og.len() / k;
-                tree.descend_many(xg, features, &mut buffers[g % 2][..rows], |node| {
-                    counts.prefetch(node)
-                });
-            }
-            if let Some((px, po, b)) = pending.take() {
-                self.weigh_and_combine(
-                    tree,
-                    counts,
-                    features,
-                    px,
-                    base,
-                    scale,
-                    buffers[b],
-                    coefficients,
-                    po,
-                );
-            }
-            pending = group.map(|(xg, og)| (xg, og, g % 2));
-        }
-    }
-
-    /// Weighs the routed paths of a group of rows and adds their predictions to `out`.
-    #[allow(clippy::too_many_arguments)]
-    fn weigh_and_combine(
-        &self,
-        tree: &MondrianTree,
-        counts: &LabelCounts,
-        features: &[Feature],
-        xs: &[Feature],
-        base: f64,
-        scale: f64,
-        paths: &mut [Vec<PathStep>],
-        coefficients: &mut Vec<(f64, f64, f64)>,
-        out: &mut [f64],
-    ) {
-        let k = counts.n_classes();
-        let paths = &mut paths[..out.len() / k];
-        tree.weigh_many(xs, features, paths);
-        for (steps, o) in paths.iter().zip(out.chunks_exact_mut(k)) {
-            self.combine_path(counts, base, scale, steps, coefficients, o);
-        }
+        let LabelScratch {
+            many, coefficients, ..
+        } = scratch;
+        tree.weighed_paths(
+            xs,
+            features,
+            many,
+            |node| counts.prefetch(node),
+            |start, paths| {
+                let rows = out[start * k..].chunks_exact_mut(k);
+                for (steps, o) in paths.iter().zip(rows) {
+                    self.combine_path(counts, base, scale, steps, coefficients, o);
+                }
+            },
+        );
     }
 
     /// Adds `scale ·` the prediction of a weighed path to `out` (the two passes described

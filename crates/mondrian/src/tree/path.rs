@@ -87,6 +87,49 @@ impl MondrianTree {
         }
     }
 
+    /// The weighed paths of a block of rows (row-major `xs`), handed to `consume(first_row,
+    /// paths)` a group of [`LOCKSTEP`] rows at a time, in order. Two groups are in flight:
+    /// a group's paths are walked (asking for the boxes at their bottoms and, through
+    /// `at_bottom(node)`, for whatever the caller reads there), then the next group's, and
+    /// only then is the first weighed and consumed, giving what it reads a group's time to
+    /// arrive. `buffers` holds the paths between calls.
+    pub(crate) fn weighed_paths(
+        &self,
+        xs: &[Feature],
+        features: &[Feature],
+        buffers: &mut Vec<Vec<PathStep>>,
+        at_bottom: impl Fn(u32),
+        mut consume: impl FnMut(usize, &[Vec<PathStep>]),
+    ) {
+        let d = self.n_features.max(1);
+        let n = xs.len() / d;
+        let n_groups = n.div_ceil(LOCKSTEP);
+        buffers.resize_with(2 * LOCKSTEP, Vec::new);
+        let (first, second) = buffers.split_at_mut(LOCKSTEP);
+        let halves = [first, second];
+        let rows_of = |g: usize| (g * LOCKSTEP, (n - g * LOCKSTEP).min(LOCKSTEP));
+        // One round past the last group flushes it.
+        for g in 0..=n_groups {
+            // The pending group's sets' ids have arrived by now: ask for their rows, which
+            // the next descent gives time to come.
+            if g > 0 {
+                let (_, rows) = rows_of(g - 1);
+                self.prefetch_set_rows(&halves[(g - 1) % 2][..rows], features);
+            }
+            if g < n_groups {
+                let (start, rows) = rows_of(g);
+                let group = &xs[start * d..(start + rows) * d];
+                self.descend_many(group, features, &mut halves[g % 2][..rows], &at_bottom);
+            }
+            if g > 0 {
+                let (start, rows) = rows_of(g - 1);
+                let paths = &mut halves[(g - 1) % 2][..rows];
+                self.weigh_many(&xs[start * d..(start + rows) * d], features, paths);
+                consume(start, paths);
+            }
+        }
+    }
+
     /// The first half of [`path_steps_many`](Self::path_steps_many) for at most
     /// [`LOCKSTEP`] rows: routes each row to its leaf, writing one unweighed step per node,
     /// and asks the cache for the boxes [`weigh_many`](Self::weigh_many) will measure and,
