@@ -727,3 +727,45 @@ fn variance_splits_into_within_and_between_trees() {
         }
     }
 }
+
+/// A block of rows is predicted as each row alone, bit for bit (means, variances and
+/// log-densities), for blocks that end inside, at and past the groups a prediction walks in
+/// lockstep, on narrow data and on data wide enough for nodes to keep point-id sets, in
+/// both prediction modes.
+#[test]
+fn block_prediction_equals_row_by_row() {
+    let mut r = rng(4242);
+    for d in [2usize, 70] {
+        let n = 300;
+        // Coarse values, so that points repeat in some features and sets form.
+        let x: Vec<f64> = (0..n * d)
+            .map(|_| f64::from(r.gen_range(0u8..6)) / 5.0)
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| x[i * d] * 2.0 + r.gen::<f64>() * 0.1)
+            .collect();
+        let queries: Vec<f64> = (0..200 * d).map(|_| r.gen_range(-0.2..1.2)).collect();
+        let qy: Vec<f64> = (0..200).map(|_| r.gen_range(-0.5..2.5)).collect();
+        for mode in [PredictionMode::Exact, PredictionMode::Fast] {
+            let mut f = regressor(mode, 5, 77);
+            f.fit(&x, d, &y).unwrap();
+            for rows in [0usize, 1, 31, 32, 33, 64, 97, 200] {
+                let block = f.predict(&queries[..rows * d], d).unwrap();
+                let dens = f.log_density(&queries[..rows * d], d, &qy[..rows]).unwrap();
+                for i in 0..rows {
+                    let one = f.predict(&queries[i * d..(i + 1) * d], d).unwrap();
+                    let one_dens = f
+                        .log_density(&queries[i * d..(i + 1) * d], d, &qy[i..i + 1])
+                        .unwrap();
+                    assert_eq!(
+                        block.mean[i].to_bits(),
+                        one.mean[0].to_bits(),
+                        "D {d} row {i}"
+                    );
+                    assert_eq!(block.variance[i].to_bits(), one.variance[0].to_bits());
+                    assert_eq!(dens[i].to_bits(), one_dens[0].to_bits());
+                }
+            }
+        }
+    }
+}
