@@ -288,8 +288,6 @@ struct BlockScratch {
     child_boxes: Vec<Feature>,
     /// The nodes of the new block, parents before children.
     order: Vec<u32>,
-    /// The box of the node being split when it is a set's (lower then upper).
-    hull: Vec<Feature>,
 }
 
 /// Buffers of [`BlockScratch`] larger than this many entries (left by a batch fit) are
@@ -490,7 +488,7 @@ impl MondrianTree {
         let d = self.n_features;
         match Slot::of(self.nodes[node as usize].slot) {
             Slot::Point(i) => {
-                let row = &features[i as usize * d..(i as usize + 1) * d];
+                let row = self.row(features, i);
                 (row, row)
             }
             Slot::Stored(b) => {
@@ -530,24 +528,36 @@ impl MondrianTree {
         &ids[..n]
     }
 
+    /// Training row `i` of `features`.
+    #[inline]
+    fn row<'a>(&self, features: &'a [Feature], i: u32) -> &'a [Feature] {
+        let d = self.n_features;
+        &features[i as usize * d..(i as usize + 1) * d]
+    }
+
+    /// The rows of the ids `ids` (at most [`SET_POINTS`]), on the stack.
+    #[inline]
+    fn rows_of<'a>(&self, features: &'a [Feature], ids: &[u32]) -> [&'a [Feature]; SET_POINTS] {
+        let mut rows: [&[Feature]; SET_POINTS] = [&[]; SET_POINTS];
+        for (row, &i) in rows.iter_mut().zip(ids) {
+            *row = self.row(features, i);
+        }
+        rows
+    }
+
     /// Writes the bounding box of a set node's rows to `out` (lower then upper).
     fn hull_into(&self, node: u32, features: &[Feature], out: &mut Vec<Feature>) {
-        let d = self.n_features;
         let Slot::Set(s) = Slot::of(self.nodes[node as usize].slot) else {
             unreachable!("node {node} has no set");
         };
         let ids = self.set_ids(s);
+        let first = self.row(features, ids[0]);
         out.clear();
-        let first = &features[ids[0] as usize * d..(ids[0] as usize + 1) * d];
         out.extend_from_slice(first);
         out.extend_from_slice(first);
-        let (lower, upper) = out.split_at_mut(d);
+        let (lower, upper) = out.split_at_mut(self.n_features);
         for &i in &ids[1..] {
-            grow_box(
-                lower,
-                upper,
-                &features[i as usize * d..(i as usize + 1) * d],
-            );
+            grow_box(lower, upper, self.row(features, i));
         }
     }
 
@@ -566,13 +576,8 @@ impl MondrianTree {
     /// [`eta`](Self::eta) of a set's box, from its rows ([`hull_extension_rate`]).
     #[inline(never)]
     fn set_eta(&self, s: u32, x: &[Feature], features: &[Feature]) -> f64 {
-        let d = self.n_features;
-        let mut rows: [&[Feature]; SET_POINTS] = [&[]; SET_POINTS];
         let ids = self.set_ids(s);
-        for (row, &i) in rows.iter_mut().zip(ids) {
-            *row = &features[i as usize * d..(i as usize + 1) * d];
-        }
-        hull_extension_rate(&rows[..ids.len()], x)
+        hull_extension_rate(&self.rows_of(features, ids)[..ids.len()], x)
     }
 
     /// The upper bound of the node's box in dimension `dim`.
@@ -823,9 +828,23 @@ impl MondrianTree {
         }
     }
 
-    /// The distinct ids of `set` if a set of this tree can hold them.
+    /// The distinct ids of `set` if a set of this tree can hold them (and `set` is not
+    /// empty).
     fn few_distinct(&self, set: &[u32]) -> Option<PointIds> {
-        few_distinct(set, self.set_capacity())
+        let capacity = self.set_capacity();
+        if capacity == 0 {
+            return None;
+        }
+        let mut ids = PointIds::default();
+        for &i in set {
+            if !ids.contains(i) {
+                if ids.len == capacity {
+                    return None;
+                }
+                ids.push(i);
+            }
+        }
+        (ids.len > 0).then_some(ids)
     }
 
     /// Appends a set slot holding `ids` (at most [`SET_POINTS`], padded with [`NO_POINT`])
@@ -833,9 +852,7 @@ impl MondrianTree {
     fn store_set(&mut self, ids: &[u32]) -> u32 {
         debug_assert!(!ids.is_empty() && ids.len() <= SET_POINTS);
         if let Some(s) = self.free_sets.pop() {
-            let run = &mut self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
-            run.fill(NO_POINT);
-            run[..ids.len()].copy_from_slice(ids);
+            self.write_set(s, ids);
             return SET_BOX | s;
         }
         let s = self.sets.len() / SET_POINTS;
@@ -849,13 +866,16 @@ impl MondrianTree {
     /// Points `node` at a set slot holding `ids`, rewriting its own set slot if it has one.
     fn set_box_ids(&mut self, node: u32, ids: &[u32]) {
         match Slot::of(self.nodes[node as usize].slot) {
-            Slot::Set(s) => {
-                let run = &mut self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
-                run.fill(NO_POINT);
-                run[..ids.len()].copy_from_slice(ids);
-            }
+            Slot::Set(s) => self.write_set(s, ids),
             _ => self.nodes[node as usize].slot = self.store_set(ids),
         }
+    }
+
+    /// Makes set slot `s` hold `ids`.
+    fn write_set(&mut self, s: u32, ids: &[u32]) {
+        let run = &mut self.sets[s as usize * SET_POINTS..(s as usize + 1) * SET_POINTS];
+        run.fill(NO_POINT);
+        run[..ids.len()].copy_from_slice(ids);
     }
 
     /// The slot naming the single training point of `set` as its box, if `set` holds one
@@ -903,11 +923,10 @@ impl MondrianTree {
 
     /// Stores `node`'s box (a row or a set's bounding box until now) and returns its slot.
     fn materialize_box(&mut self, node: u32, features: &[Feature]) -> u32 {
-        let d = self.n_features;
         let fresh = self.fresh_slot();
         match Slot::of(self.nodes[node as usize].slot) {
             Slot::Point(i) => {
-                let row = &features[i as usize * d..(i as usize + 1) * d];
+                let row = self.row(features, i);
                 self.bounds.extend_from_slice(row);
                 self.bounds.extend_from_slice(row);
             }
@@ -1106,9 +1125,8 @@ impl MondrianTree {
 
     /// Grows the box of `node` to contain training point `point` (`outside`: whether it
     /// lies outside the box). A box that is already that point stays as it is; a row or a
-    /// set with room becomes a set with the point; a set whose box holds the point is left
-    /// as it is (its bounding box is unchanged), so that sets fill only with points that
-    /// widen them.
+    /// set takes the point's id if it widens the box and there is room (see
+    /// [`widen_set`](Self::widen_set)); a stored box grows.
     fn extend_box<T: Copy>(
         &mut self,
         node: u32,
@@ -1116,23 +1134,55 @@ impl MondrianTree {
         data: &TrainingPoints<T>,
         outside: bool,
     ) {
+        if self.nodes[node as usize].slot == POINT_BOX | point
+            || self.widen_set(node, &[point], data.features, Some(outside))
+        {
+            return;
+        }
+        let (lower, upper) = self.box_mut(node, data.features);
+        grow_box(lower, upper, data.row(point));
+    }
+
+    /// Widens the box of a node that is a row or a set (not a stored box) by `points`: the
+    /// ids of those that lie outside the box so far (`outside`, if known, answers for all;
+    /// else each is measured) join its set. False, with nothing changed, if the node stores
+    /// a box or the set would overflow. A point inside joins no set: the bounding box of
+    /// the ids stays that of all points below, and sets fill only with points that widen
+    /// them.
+    fn widen_set(
+        &mut self,
+        node: u32,
+        points: &[u32],
+        features: &[Feature],
+        outside: Option<bool>,
+    ) -> bool {
         let capacity = self.set_capacity();
         let mut ids = match Slot::of(self.nodes[node as usize].slot) {
-            Slot::Point(i) if i == point => return,
             Slot::Point(i) if capacity > 1 => PointIds::from_slice(&[i]),
-            Slot::Set(_) if !outside => return,
-            Slot::Set(s) if self.set_ids(s).contains(&point) => return,
-            Slot::Set(s) if self.set_ids(s).len() < capacity => {
-                PointIds::from_slice(self.set_ids(s))
-            }
-            _ => {
-                let (lower, upper) = self.box_mut(node, data.features);
-                grow_box(lower, upper, data.row(point));
-                return;
-            }
+            Slot::Set(s) if capacity > 0 => PointIds::from_slice(self.set_ids(s)),
+            _ => return false,
         };
-        ids.push(point);
-        self.set_box_ids(node, &ids);
+        let held = ids.len;
+        for &i in points {
+            if ids.contains(i) {
+                continue;
+            }
+            let widens = outside.unwrap_or_else(|| {
+                let rows = self.rows_of(features, &ids);
+                hull_extension_rate(&rows[..ids.len], self.row(features, i)) > 0.0
+            });
+            if widens {
+                if ids.len == capacity {
+                    return false;
+                }
+                ids.push(i);
+            }
+        }
+        // A row becomes a set even when nothing joins it (its leaf now holds other ids).
+        if ids.len > held || matches!(Slot::of(self.nodes[node as usize].slot), Slot::Point(_)) {
+            self.set_box_ids(node, &ids);
+        }
+        true
     }
 
     /// Batch sampling `MT(λ, D)` on the given points (spec §2.2–2.3, \[P\] Alg. 1–2 and 9),
@@ -1182,8 +1232,8 @@ impl MondrianTree {
             stack,
             child_boxes,
             order,
-            hull,
         } = &mut scratch;
+        let mut hull = std::mem::take(&mut self.hull);
         stack.clear();
         stack.push((node, 0usize, indices.len(), tau_parent));
         child_boxes.resize(4 * self.n_features, 0.0);
@@ -1196,7 +1246,7 @@ impl MondrianTree {
                 self.make_leaf(j, set, true);
                 continue;
             }
-            let (lower, upper) = self.box_in(j, data.features, hull);
+            let (lower, upper) = self.box_in(j, data.features, &mut hull);
             let extent = linear_dimension(lower, upper);
             let t = tp + split_time(rng, extent);
             if t >= self.lifetime {
@@ -1230,6 +1280,7 @@ impl MondrianTree {
             scratch = BlockScratch::default();
         }
         self.block = scratch;
+        self.hull = hull;
     }
 
     /// Makes `node`, which holds no points, a leaf holding `points`.
@@ -1497,35 +1548,8 @@ impl MondrianTree {
             // The box is the one point all of `set` repeats.
             return;
         }
-        // A row or a set that can take the ids of the new points that widen its box stays a
-        // set (a point inside the bounding box of the ids so far leaves it as it is).
-        let capacity = self.set_capacity();
-        let held = match Slot::of(self.nodes[node as usize].slot) {
-            Slot::Point(i) if capacity > 1 => Some(PointIds::from_slice(&[i])),
-            Slot::Set(s) if capacity > 0 => Some(PointIds::from_slice(self.set_ids(s))),
-            _ => None,
-        };
-        if let Some(mut ids) = held {
-            let d = self.n_features;
-            let row = |i: u32| &features[i as usize * d..(i as usize + 1) * d];
-            let fits = set.iter().all(|&i| {
-                let mut rows: [&[Feature]; SET_POINTS] = [&[]; SET_POINTS];
-                for (r, &j) in rows.iter_mut().zip(ids.iter()) {
-                    *r = row(j);
-                }
-                if ids.contains(i) || hull_extension_rate(&rows[..ids.len], row(i)) == 0.0 {
-                    return true;
-                }
-                if ids.len >= capacity {
-                    return false;
-                }
-                ids.push(i);
-                true
-            });
-            if fits {
-                self.set_box_ids(node, &ids);
-                return;
-            }
+        if self.widen_set(node, set, features, None) {
+            return;
         }
         let (lower, upper) = self.box_mut(node, features);
         grow_box(lower, upper, lo);
@@ -1827,6 +1851,7 @@ impl MondrianTree {
                 }
             }
             // Box equals the bounding box of the points below.
+            let (lower, upper) = self.data_box(j, f);
             for dim in 0..d {
                 let lo = under[ju]
                     .iter()
@@ -1836,7 +1861,6 @@ impl MondrianTree {
                     .iter()
                     .map(|&i| data.row(i)[dim])
                     .fold(Feature::NEG_INFINITY, Feature::max);
-                let (lower, upper) = self.data_box(j, f);
                 if lo != lower[dim] || hi != upper[dim] {
                     return Err(format!(
                         "node {j}: box is not the bounding box in dim {dim}"
@@ -1846,23 +1870,6 @@ impl MondrianTree {
         }
         Ok(())
     }
-}
-
-/// The distinct ids of `set` if there are at most `capacity` (and `set` is not empty).
-fn few_distinct(set: &[u32], capacity: usize) -> Option<PointIds> {
-    if capacity == 0 {
-        return None;
-    }
-    let mut ids = PointIds::default();
-    for &i in set {
-        if !ids.contains(i) {
-            if ids.len == capacity {
-                return None;
-            }
-            ids.push(i);
-        }
-    }
-    (ids.len > 0).then_some(ids)
 }
 
 /// Up to [`SET_POINTS`] point ids, on the stack.
@@ -2098,7 +2105,7 @@ mod tests {
     }
 
     /// Online, a point that does not widen a set's box joins no set: twenty copies of one
-    /// row under distinct ids leave one leaf whose set names two of them and no stored box
+    /// row under distinct ids leave one leaf whose set names the first and no stored box
     /// (a set that took every id would fill and store a box of zero extent).
     #[test]
     fn points_inside_a_set_box_join_no_set() {
@@ -2120,7 +2127,7 @@ mod tests {
         assert_eq!(tree.leaf_points(0).len(), 20);
         assert!(tree.bounds.is_empty(), "a box was stored");
         match Slot::of(tree.nodes[0].slot) {
-            Slot::Set(s) => assert_eq!(tree.set_ids(s), [0, 1]),
+            Slot::Set(s) => assert_eq!(tree.set_ids(s), [0]),
             slot => panic!("{slot:?}"),
         }
     }
