@@ -1437,10 +1437,10 @@ impl MondrianTree {
                 if self.pause.holds(&all, stats, data.targets) {
                     stats.set_leaf(j, &all, data.targets);
                     self.put_leaf_vec(j, all);
-                    self.propagate_recompute(self.nodes[ju].parent, stats);
                 } else {
-                    self.unpause(j, all, data, stats, rng);
+                    self.resample(j, all, data, stats, rng);
                 }
+                self.propagate_recompute(self.nodes[ju].parent, stats);
                 continue;
             }
             let mut hull = std::mem::take(&mut self.hull);
@@ -1496,22 +1496,6 @@ impl MondrianTree {
                 stack.push((self.nodes[ju].left, left, tau));
             }
         }
-    }
-
-    /// Un-pauses leaf `node`: re-samples its block on all its `points` ([`resample`]) and
-    /// carries the change upwards.
-    ///
-    /// [`resample`]: Self::resample
-    fn unpause<S: NodeStatistics, R: Rng + ?Sized>(
-        &mut self,
-        node: u32,
-        points: Vec<u32>,
-        data: &TrainingPoints<S::Target>,
-        stats: &mut S,
-        rng: &mut R,
-    ) {
-        self.resample(node, points, data, stats, rng);
-        self.propagate_recompute(self.nodes[node as usize].parent, stats);
     }
 
     /// Re-samples paused leaf `node`'s block from its parent's time on `points` (\[P\]
