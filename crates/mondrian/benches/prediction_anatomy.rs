@@ -5,6 +5,9 @@
 //! * `paths s`: the part of it that walks the trees: descent in lockstep plus box distances
 //!   and branch-off weights ([`MondrianTree::path_steps_many`], the same blocks); the rest of
 //!   `predict s` is the label combination (spec `mf-classification.md` §4.4);
+//! * `descent s`: the descent alone ([`MondrianTree::routes_many`], the same blocks): root
+//!   to leaf, one comparison per node, no box measured. No prediction can cost less: each
+//!   must find its row's leaf in every tree;
 //! * per test row and tree: path length, boxes measured (from the leaf up to the first box
 //!   that contains the row: every box below it takes branch-off mass, so none can be skipped)
 //!   and the box bytes read (2·D × 4 for a stored box, D × 4 for a one-point leaf, whose box
@@ -54,11 +57,12 @@ fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
 fn main() {
     let paths = forest_bench::paths_from_args(&["satimage_train.csv.gz", "satimage_test.csv.gz"]);
     println!(
-        "{:<24} {:>4} {:>10} {:>8} {:>8} {:>6} {:>10} {:>12} {:>14}",
+        "{:<24} {:>4} {:>10} {:>8} {:>9} {:>8} {:>6} {:>10} {:>12} {:>14}",
         "data",
         "D",
         "predict s",
         "paths s",
+        "descent s",
         "rest s",
         "path",
         "boxes/row",
@@ -97,6 +101,14 @@ fn main() {
                 }
             }
         });
+        let descent = best_of(REPS, || {
+            for t in 0..TREES {
+                let (tree, _) = forest.tree(t).expect("tree");
+                for rows in scaled.chunks(LOCKSTEP * d) {
+                    tree.routes_many(rows, features, &mut group);
+                }
+            }
+        });
         let mut steps: Vec<Vec<PathStep>> = vec![Vec::new(); n_rows];
         // Path anatomy, from the same walks.
         let (mut length, mut boxes, mut diff, mut bytes) = (0usize, 0usize, 0usize, 0usize);
@@ -129,11 +141,12 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         println!(
-            "{:<24} {:>4} {:>10.3} {:>8.3} {:>8.3} {:>6.1} {:>10.2} {:>12.0} {:>14.1}",
+            "{:<24} {:>4} {:>10.3} {:>8.3} {:>9.3} {:>8.3} {:>6.1} {:>10.2} {:>12.0} {:>14.1}",
             name,
             d,
             predict,
             walk,
+            descent,
             predict - walk,
             length as f64 / per,
             boxes as f64 / per,

@@ -22,6 +22,12 @@
 //! * the throughput bound: cold lines / the measured rate of independent random line loads
 //!   with [`CHAINS`] loads in flight at once (perfect overlap, no compute): no update
 //!   schedule on this machine can be faster.
+//! * `descent ns`: the descent alone, root to leaf with no box measured and nothing
+//!   inserted ([`MondrianTree::routes_many`](mondrian::tree::MondrianTree::routes_many): a
+//!   block of rows in lockstep per tree, the fastest walk the library has, which a stream of
+//!   single points cannot even use): at each of the ten checkpoints the next tenth of the
+//!   stream is routed through every tree as it stands there, per point·tree. Every exact
+//!   insertion starts with this walk (it must find the leaf whose statistics change).
 //!
 //! Run: `cargo bench -p mondrian --bench update_cost -- [TRAIN.csv[.gz] ...]` (default: the
 //! shipped satimage training set). `BENCH_TREES=N` sets the number of trees (default 100):
@@ -31,6 +37,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use mondrian::tree::{PathStep, LOCKSTEP};
 use mondrian::{ClassifierParams, MondrianForestClassifier, Rows, Scaling};
 
 #[path = "forest.rs"]
@@ -124,7 +131,7 @@ fn main() {
         line_rate / 1e6
     );
     println!(
-        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>9} {:>12} {:>11} {:>11} {:>10} {:>11}",
+        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>9} {:>12} {:>11} {:>11} {:>10} {:>11} {:>11}",
         "data",
         "n",
         "D",
@@ -136,7 +143,8 @@ fn main() {
         "bw bound",
         "lat bound",
         "cold lines",
-        "tput bound"
+        "tput bound",
+        "descent ns"
     );
     let trees: usize = match std::env::var("BENCH_TREES") {
         Ok(v) => v.parse().expect("BENCH_TREES: a number of trees"),
@@ -166,7 +174,7 @@ fn main() {
         }
         let per_batch = start.elapsed().as_secs_f64() * 1e9 / (n * trees) as f64;
         let depth = f.summary().depth_mean;
-        let (boxes, cold) = walk_counts(&t.x, d, &t.y, params_for_count);
+        let (boxes, cold, descent) = walk_counts(&t.x, d, &t.y, params_for_count);
         // A node record per level, then the boxes measured; a box is 2·D f32.
         let bytes = depth * 32.0 + boxes * 8.0 * d as f64;
         let lines = depth + boxes * (8.0 * d as f64 / 64.0).ceil();
@@ -175,7 +183,7 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         println!(
-            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>9.2} {:>12.0} {:>11.1} {:>11.0} {:>10.1} {:>11.1}",
+            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>9.2} {:>12.0} {:>11.1} {:>11.0} {:>10.1} {:>11.1} {:>11.1}",
             name,
             n,
             d,
@@ -187,27 +195,48 @@ fn main() {
             bytes / bandwidth * 1e9,
             lines * latency,
             cold,
-            cold / line_rate * 1e9
+            cold / line_rate * 1e9,
+            descent
         );
     }
 }
 
-/// Mean number of boxes an online update reads, and of cold lines it must fetch (see the
-/// module doc). Boxes: from the leaf upwards, every box that does not contain the point,
+/// Mean number of boxes an online update reads, of cold lines it must fetch, and the ns per
+/// point·tree of the descent alone (see the module doc). Boxes: from the leaf upwards, every box that does not contain the point,
 /// then the first one that does (none if even the root's box does not). Counted on every
 /// 10th point of a point-by-point stream, against each tree as it stands before that point
 /// is inserted.
-fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f64, f64) {
+fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f64, f64, f64) {
     let mut forest = MondrianForestClassifier::new(params).unwrap();
     let (mut boxes, mut cold, mut updates) = (0usize, 0usize, 0usize);
     let mut steps = Vec::new();
     let mut scaled = Vec::new();
     let n = y.len();
     let mut cached_depth = usize::MAX;
+    let (mut descent_s, mut routed) = (0.0f64, 0usize);
+    let mut routes: Vec<Vec<PathStep>> = vec![Vec::new(); LOCKSTEP];
     let box_lines = |stored: bool| (if stored { 8 * d } else { 4 * d }).div_ceil(64);
     for (i, (row, &label)) in x.chunks_exact(d).zip(y).enumerate() {
-        if i % (n / 10).max(1) == 0 && i > 0 {
+        let tenth = (n / 10).max(1);
+        if i % tenth == 0 && i > 0 {
             cached_depth = cached_levels(&forest, d);
+            let ahead = &x[i * d..((i + tenth).min(n)) * d];
+            let scaler = forest.scaler().expect("trained");
+            scaled.clear();
+            scaler
+                .transform_into(&Rows::new(ahead, d).unwrap(), &mut scaled)
+                .unwrap();
+            let features = forest.training_points().features;
+            let start = Instant::now();
+            let mut t = 0;
+            while let Some((tree, _)) = forest.tree(t) {
+                for rows in scaled.chunks(LOCKSTEP * d) {
+                    tree.routes_many(rows, features, &mut routes);
+                }
+                t += 1;
+            }
+            descent_s += start.elapsed().as_secs_f64();
+            routed += t * ahead.len() / d;
         }
         if i % 10 == 9 {
             if let Some(scaler) = forest.scaler() {
@@ -236,7 +265,11 @@ fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f
         forest.partial_fit(row, d, &[label]).unwrap();
     }
     let per = |c: usize| c as f64 / updates.max(1) as f64;
-    (per(boxes), per(cold))
+    (
+        per(boxes),
+        per(cold),
+        descent_s * 1e9 / routed.max(1) as f64,
+    )
 }
 
 /// How many of the forest's levels, from the root down, fit in [`CACHE_BYTES`]: node

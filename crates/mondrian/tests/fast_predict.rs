@@ -151,3 +151,44 @@ fn block_prediction_equals_row_by_row() {
         }
     }
 }
+
+/// `routes_many` gives each row of a block exactly the nodes a walk by `route` from the root
+/// visits, ending at a leaf, with the steps' times the nodes' (no weight filled in).
+#[test]
+fn routes_of_a_block_are_the_walks_from_the_root() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(8);
+    let (n, d) = (300usize, 3usize);
+    let features: Vec<Feature> = (0..n * d).map(|_| rng.gen::<f32>()).collect();
+    let targets: Vec<u32> = (0..n).map(|i| (features[i * d] * 3.0) as u32).collect();
+    let data = TrainingPoints {
+        features: &features,
+        n_features: d,
+        targets: &targets,
+    };
+    let mut tree = MondrianTree::new(d, f64::INFINITY, PauseRule::NEVER);
+    let mut counts = LabelCounts::new(3);
+    let mut trng = Xoshiro256PlusPlus::seed_from_u64(2);
+    tree.fit((0..n as u32 / 2).collect(), &data, &mut counts, &mut trng);
+    for i in n as u32 / 2..n as u32 {
+        tree.extend(i, 1, &data, &mut counts, &mut trng);
+    }
+    let rows = 3 * mondrian::tree::LOCKSTEP + 5;
+    let xs: Vec<Feature> = (0..rows * d).map(|_| rng.gen_range(-0.5f32..1.5)).collect();
+    let mut routes = vec![Vec::new(); rows];
+    tree.routes_many(&xs, data.features, &mut routes);
+    let root = tree.root().expect("fitted");
+    for (x, route) in xs.chunks_exact(d).zip(&routes) {
+        let mut walk = vec![root];
+        while !tree.is_leaf(*walk.last().unwrap()) {
+            walk.push(tree.route(*walk.last().unwrap(), x));
+        }
+        let nodes: Vec<u32> = route.iter().map(|s| s.node).collect();
+        assert_eq!(nodes, walk);
+        for s in route {
+            assert_eq!(s.is_leaf, tree.is_leaf(s.node));
+            let delta = tree.split_time(s.node) - tree.parent_split_time(s.node);
+            assert_eq!(s.delta, delta);
+            assert_eq!((s.eta, s.branch_weight, s.leaf_weight), (0.0, 0.0, 0.0));
+        }
+    }
+}

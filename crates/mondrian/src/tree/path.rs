@@ -87,6 +87,17 @@ impl MondrianTree {
         }
     }
 
+    /// The routes alone of [`path_steps_many`](Self::path_steps_many): each row's nodes from
+    /// the root to its leaf, in the same lockstep groups, with η, `p_split` and the weights
+    /// left at 0 (no box is measured). Every prediction and every insertion starts with this
+    /// descent; benchmarks time it apart from the rest.
+    pub fn routes_many(&self, xs: &[Feature], features: &[Feature], steps: &mut [Vec<PathStep>]) {
+        let d = self.n_features;
+        for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
+            self.descend_many(group, features, group_steps, |_| {});
+        }
+    }
+
     /// The weighed paths of a block of rows (row-major `xs`), handed to `consume(first_row,
     /// paths)` a group of [`LOCKSTEP`] rows at a time, in order. Two groups are in flight:
     /// a group's paths are walked (asking for the boxes at their bottoms and, through
