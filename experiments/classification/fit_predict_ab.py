@@ -16,21 +16,9 @@ from pathlib import Path
 import pandas as pd
 from sklearn.ensemble import ExtraTreesClassifier
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / ".." / "shared" / "data" / "classification"
-BIN = ROOT / "target" / "release" / "mondrian"
+from ab_common import BIN, commit, path
+
 OUT = Path(__file__).resolve().parent / "results" / "fit_predict_ab.md"
-
-
-def path(name, part):
-    p = DATA / f"{name}_{part}.csv"
-    return p if p.exists() else DATA / f"{name}_{part}.csv.gz"
-
-
-def commit():
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                         capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
 
 
 def main():

@@ -27,22 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / ".." / "shared" / "data" / "classification"
-BIN = ROOT / "target" / "release" / "mondrian"
+from ab_common import BIN, commit, path
+
 OUT = Path(__file__).resolve().parent / "results" / "online_ab.md"
 MF_TREES = 100
-
-
-def path(name, part):
-    p = DATA / f"{name}_{part}.csv"
-    return p if p.exists() else DATA / f"{name}_{part}.csv.gz"
-
-
-def commit():
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                         capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
 
 
 def mf_seconds(train_csv, test_csv, threads):
