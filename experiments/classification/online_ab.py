@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Online learning throughput, MF against river's AMFClassifier, interleaved run by run so
 that both see the same machine state (the VM's speed drifts by ±20 % between runs, and the
-AMF throughput measured by run.py moved between 7.7 k and 18.6 k points·trees/s).
+AMF throughput measured by run.py moved between 7.65 k and 18.6 k points·trees/s).
 
 Each repetition shuffles the training set with the repetition's seed, rescales it to [0, 1]
-with the training min/max (as run.py does, for both methods), then in turn:
+with the training min/max (as run.py does, for both methods), then runs, in this order on
+even repetitions and in the reverse order on odd ones:
   * MF, one thread:  `mondrian eval --online --threads 1 --json` (the CLI's own train timer);
   * MF, all cores:   `mondrian eval --online --json`;
   * AMF:             `AMFClassifier(n_estimators=10, seed)` `learn_one` over the same stream
@@ -38,7 +39,9 @@ def mf_seconds(train_csv, test_csv, threads):
            "--train", str(train_csv), "--test", str(test_csv)]
     if threads:
         cmd += ["--threads", str(threads)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr}")
     return json.loads(out.stdout)["train_seconds"]
 
 
@@ -64,8 +67,9 @@ def main():
              f"--datasets {args.datasets}`; medians over the repetitions (min–max in brackets); "
              f"MF {MF_TREES} trees (`eval --online`, the CLI's train timer), AMF "
              f"`river.forest.AMFClassifier(n_estimators={args.amf_trees})` timed around its "
-             "`learn_one` loop; the same shuffled, [0, 1]-rescaled stream for both. "
-             "Throughput in points × trees / s.", "",
+             "`learn_one` loop; the same shuffled, [0, 1]-rescaled stream for both, the order of the "
+             "three runs reversed every other repetition. Throughput in points × trees / s; the "
+             "ratios are medians of the per-repetition ratios.", "",
              f"Run {time.strftime('%Y-%m-%d')} at commit {commit()}; {os.cpu_count()} cores.", "",
              "| data | MF 1 thread | MF all cores | AMF | MF 1 thread / AMF | MF all cores / AMF |",
              "|---|---|---|---|---|---|"]
@@ -90,9 +94,15 @@ def main():
                 # One test row: only the training time is used.
                 test_csv = Path(tmp) / f"{name}_{r}_test.csv"
                 frame_r.head(1).to_csv(test_csv, index=False)
-                one.append(n * MF_TREES / mf_seconds(train_csv, test_csv, 1))
-                all_cores.append(n * MF_TREES / mf_seconds(train_csv, test_csv, None))
-                amf.append(n * args.amf_trees / amf_seconds(names, xs, ys, args.amf_trees, r))
+                runs = [
+                    lambda: one.append(n * MF_TREES / mf_seconds(train_csv, test_csv, 1)),
+                    lambda: all_cores.append(
+                        n * MF_TREES / mf_seconds(train_csv, test_csv, None)),
+                    lambda: amf.append(
+                        n * args.amf_trees / amf_seconds(names, xs, ys, args.amf_trees, r)),
+                ]
+                for run in runs if r % 2 == 0 else reversed(runs):
+                    run()
                 print(f"{name} rep {r}: MF 1 thread {one[-1]:.3g}, all cores {all_cores[-1]:.3g}, "
                       f"AMF {amf[-1]:.3g} points·trees/s", flush=True)
 

@@ -6,8 +6,8 @@
 //!   and branch-off weights ([`MondrianTree::path_steps_many`], the same blocks); the rest of
 //!   `predict s` is the label combination (spec `mf-classification.md` §4.4);
 //! * `descent s`: the descent alone ([`MondrianTree::routes_many`], the same blocks): root
-//!   to leaf, one comparison per node, no box measured. No prediction can cost less: each
-//!   must find its row's leaf in every tree;
+//!   to leaf, one comparison per node, no box measured or asked for. No prediction by this
+//!   walk costs less: each must find its row's leaf in every tree;
 //! * per test row and tree: path length, boxes measured (from the leaf up to the first box
 //!   that contains the row: every box below it takes branch-off mass, so none can be skipped)
 //!   and the box bytes read (2·D × 4 for a stored box, D × 4 for a one-point leaf, whose box

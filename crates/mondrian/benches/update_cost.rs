@@ -22,12 +22,13 @@
 //! * the throughput bound: cold lines / the measured rate of independent random line loads
 //!   with [`CHAINS`] loads in flight at once (perfect overlap, no compute): no update
 //!   schedule on this machine can be faster.
-//! * `descent ns`: the descent alone, root to leaf with no box measured and nothing
-//!   inserted ([`MondrianTree::routes_many`](mondrian::tree::MondrianTree::routes_many): a
-//!   block of rows in lockstep per tree, the fastest walk the library has, which a stream of
-//!   single points cannot even use): at each of the ten checkpoints the next tenth of the
-//!   stream is routed through every tree as it stands there, per point·tree. Every exact
-//!   insertion starts with this walk (it must find the leaf whose statistics change).
+//! * `descent ns`: the descent alone, root to leaf with no box measured or asked for and
+//!   nothing inserted ([`MondrianTree::routes_many`](mondrian::tree::MondrianTree::routes_many):
+//!   rows in lockstep through one tree at a time, the library's fastest walk, where an
+//!   online insertion interleaves trees for one point): at every multiple of a tenth of the
+//!   stream the next tenth is routed through every tree as it stands there, per point·tree.
+//!   Every insertion starts with such a walk (it must find the leaf whose statistics
+//!   change).
 //!
 //! Run: `cargo bench -p mondrian --bench update_cost -- [TRAIN.csv[.gz] ...]` (default: the
 //! shipped satimage training set). `BENCH_TREES=N` sets the number of trees (default 100):
@@ -202,10 +203,10 @@ fn main() {
 }
 
 /// Mean number of boxes an online update reads, of cold lines it must fetch, and the ns per
-/// point·tree of the descent alone (see the module doc). Boxes: from the leaf upwards, every box that does not contain the point,
-/// then the first one that does (none if even the root's box does not). Counted on every
-/// 10th point of a point-by-point stream, against each tree as it stands before that point
-/// is inserted.
+/// point·tree of the descent alone (see the module doc). Boxes: from the leaf upwards, every
+/// box that does not contain the point, then the first one that does (none if even the
+/// root's box does not). Counted on every 10th point of a point-by-point stream, against
+/// each tree as it stands before that point is inserted.
 fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f64, f64, f64) {
     let mut forest = MondrianForestClassifier::new(params).unwrap();
     let (mut boxes, mut cold, mut updates) = (0usize, 0usize, 0usize);
@@ -216,10 +217,10 @@ fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f
     let (mut descent_s, mut routed) = (0.0f64, 0usize);
     let mut routes: Vec<Vec<PathStep>> = vec![Vec::new(); LOCKSTEP];
     let box_lines = |stored: bool| (if stored { 8 * d } else { 4 * d }).div_ceil(64);
+    let tenth = (n / 10).max(1);
     for (i, (row, &label)) in x.chunks_exact(d).zip(y).enumerate() {
-        let tenth = (n / 10).max(1);
         if i % tenth == 0 && i > 0 {
-            cached_depth = cached_levels(&forest, d);
+            // Timed before `cached_levels` walks every record and would warm the caches.
             let ahead = &x[i * d..((i + tenth).min(n)) * d];
             let scaler = forest.scaler().expect("trained");
             scaled.clear();
@@ -237,6 +238,7 @@ fn walk_counts(x: &[f64], d: usize, y: &[usize], params: ClassifierParams) -> (f
             }
             descent_s += start.elapsed().as_secs_f64();
             routed += t * ahead.len() / d;
+            cached_depth = cached_levels(&forest, d);
         }
         if i % 10 == 9 {
             if let Some(scaler) = forest.scaler() {

@@ -174,7 +174,11 @@ fn routes_of_a_block_are_the_walks_from_the_root() {
     }
     let rows = 3 * mondrian::tree::LOCKSTEP + 5;
     let xs: Vec<Feature> = (0..rows * d).map(|_| rng.gen_range(-0.5f32..1.5)).collect();
+    // Outputs start with stale steps: the routes replace them.
     let mut routes = vec![Vec::new(); rows];
+    tree.path_steps_many(&xs[..d], data.features, &mut routes[..1]);
+    let stale = routes[0].clone();
+    routes.iter_mut().for_each(|r| r.clone_from(&stale));
     tree.routes_many(&xs, data.features, &mut routes);
     let root = tree.root().expect("fitted");
     for (x, route) in xs.chunks_exact(d).zip(&routes) {

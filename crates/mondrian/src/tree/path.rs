@@ -82,19 +82,21 @@ impl MondrianTree {
     ) {
         let d = self.n_features;
         for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
-            self.descend_many(group, features, group_steps, |_| {});
+            self.descend_many::<true>(group, features, group_steps, |_| {});
             self.weigh_many(group, features, group_steps);
         }
     }
 
     /// The routes alone of [`path_steps_many`](Self::path_steps_many): each row's nodes from
-    /// the root to its leaf, in the same lockstep groups, with η, `p_split` and the weights
-    /// left at 0 (no box is measured). Every prediction and every insertion starts with this
-    /// descent; benchmarks time it apart from the rest.
+    /// the root to its leaf (one output per row of `xs`, at least as many as rows), in the
+    /// same lockstep groups, with η, `p_split` and the weights left at 0. No box is measured
+    /// or asked for. Every prediction and every insertion starts with such a descent;
+    /// benchmarks time it apart from the rest.
     pub fn routes_many(&self, xs: &[Feature], features: &[Feature], steps: &mut [Vec<PathStep>]) {
-        let d = self.n_features;
+        let d = self.n_features.max(1);
+        assert!(steps.len() >= xs.len() / d, "one output per row");
         for (group, group_steps) in xs.chunks(LOCKSTEP * d).zip(steps.chunks_mut(LOCKSTEP)) {
-            self.descend_many(group, features, group_steps, |_| {});
+            self.descend_many::<false>(group, features, group_steps, |_| {});
         }
     }
 
@@ -130,7 +132,7 @@ impl MondrianTree {
             if g < n_groups {
                 let (start, rows) = rows_of(g);
                 let group = &xs[start * d..(start + rows) * d];
-                self.descend_many(group, features, &mut halves[g % 2][..rows], &at_bottom);
+                self.descend_many::<true>(group, features, &mut halves[g % 2][..rows], &at_bottom);
             }
             if g > 0 {
                 let (start, rows) = rows_of(g - 1);
@@ -143,11 +145,11 @@ impl MondrianTree {
 
     /// The first half of [`path_steps_many`](Self::path_steps_many) for at most
     /// [`LOCKSTEP`] rows: routes each row to its leaf, writing one unweighed step per node,
-    /// and asks the cache for the boxes [`weigh_many`](Self::weigh_many) will measure and,
-    /// through `at_bottom(node)`, for whatever the caller will read at the last nodes of
-    /// each path. A caller that has other work can do it between the two halves while
-    /// those arrive.
-    pub(crate) fn descend_many(
+    /// and, with `ASK_BOTTOM`, asks the cache for the boxes [`weigh_many`](Self::weigh_many)
+    /// will measure and, through `at_bottom(node)`, for whatever the caller will read at the
+    /// last nodes of each path. A caller that has other work can do it between the two
+    /// halves while those arrive.
+    pub(crate) fn descend_many<const ASK_BOTTOM: bool>(
         &self,
         xs: &[Feature],
         features: &[Feature],
@@ -189,9 +191,11 @@ impl MondrianTree {
                     is_leaf,
                 });
                 if is_leaf {
-                    for step in s.iter().rev().take(BOTTOM) {
-                        self.prefetch_box(step.node, features);
-                        at_bottom(step.node);
+                    if ASK_BOTTOM {
+                        for step in s.iter().rev().take(BOTTOM) {
+                            self.prefetch_box(step.node, features);
+                            at_bottom(step.node);
+                        }
                     }
                     n_live -= 1;
                     live[k] = live[n_live];
