@@ -8,6 +8,8 @@
 //!   point-by-point run against the trees as they stand just before that point arrives;
 //! * `bytes/upd`: node records plus those boxes (label statistics not counted, so the bounds
 //!   below are lower bounds);
+//! * `path bw`: the bandwidth bound of touching depth × 2·D floats (a box at every level of
+//!   the path) at the measured streaming bandwidth, the coarse bound the issue names;
 //! * the bandwidth bound: bytes/upd / measured streaming bandwidth;
 //! * the latency bound: cache lines per update × measured dependent-load latency, the cost
 //!   when every line of the walk misses the caches (each step's address depends on the last);
@@ -132,13 +134,14 @@ fn main() {
         line_rate / 1e6
     );
     println!(
-        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>9} {:>12} {:>11} {:>11} {:>10} {:>11} {:>11}",
+        "{:<28} {:>6} {:>4} {:>6} {:>11} {:>11} {:>8} {:>9} {:>12} {:>11} {:>11} {:>10} {:>11} {:>11}",
         "data",
         "n",
         "D",
         "depth",
         "ns/upd 1pt",
         "ns/upd b100",
+        "path bw",
         "boxes/upd",
         "bytes/upd",
         "bw bound",
@@ -184,13 +187,14 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         println!(
-            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>9.2} {:>12.0} {:>11.1} {:>11.0} {:>10.1} {:>11.1} {:>11.1}",
+            "{:<28} {:>6} {:>4} {:>6.1} {:>11.0} {:>11.0} {:>8.1} {:>9.2} {:>12.0} {:>11.1} {:>11.0} {:>10.1} {:>11.1} {:>11.1}",
             name,
             n,
             d,
             depth,
             per_point,
             per_batch,
+            depth * 8.0 * d as f64 / bandwidth * 1e9,
             boxes,
             bytes,
             bytes / bandwidth * 1e9,
