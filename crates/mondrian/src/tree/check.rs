@@ -28,15 +28,15 @@ impl MondrianTree {
         {
             return Err("a tree's node arrays disagree in length".into());
         }
-        // Each list belongs to the one leaf that names it, and a leaf holds its points inline
-        // (at most INLINE_POINTS) or in its list.
+        // Each list belongs to the one leaf that names it and holds more ids than a record
+        // can, and a leaf holds its points inline (at most INLINE_POINTS) or in its list.
         for (k, &owner) in self.list_owner.iter().enumerate() {
             match self.nodes.get(owner as usize) {
                 Some(node)
                     if node.left == NO_NODE
                         && node.count() == SPILLED
                         && node.pair[0] as usize == k
-                        && !self.lists[k].is_empty() => {}
+                        && self.lists[k].len() > INLINE_POINTS => {}
                 _ => return Err("a tree's point lists do not match its leaves".into()),
             }
         }

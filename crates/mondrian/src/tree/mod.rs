@@ -1730,38 +1730,13 @@ impl MondrianTree {
         data: &TrainingPoints<S::Target>,
         stats: &S,
     ) -> Result<(), String> {
+        // The structure a decoded file must have: lists and boxes owned one per node,
+        // every node reached once from the root, times that end at the lifetime.
+        self.check_decoded(data.targets.len())?;
         if self.root == NO_NODE {
             return Ok(());
         }
         let order = self.subtree_preorder(self.root);
-        if order.len() != self.n_nodes() {
-            return Err(format!(
-                "{} reachable of {} nodes",
-                order.len(),
-                self.n_nodes()
-            ));
-        }
-        // Each point list belongs to the one spilled leaf that names it and holds more ids
-        // than a record can; every stored box belongs to a node.
-        for (k, &owner) in self.list_owner.iter().enumerate() {
-            let owns = self.nodes.get(owner as usize).is_some_and(|r| {
-                r.left == NO_NODE && r.count() == SPILLED && r.pair[0] as usize == k
-            });
-            if !owns || self.lists[k].len() <= INLINE_POINTS {
-                return Err(format!("point list {k} is not its leaf's"));
-            }
-        }
-        let mut owned = vec![false; self.bounds.len() / (2 * self.n_features).max(1)];
-        for node in &self.nodes {
-            if let Slot::Stored(b) = Slot::of(node.slot) {
-                if let Some(o) = owned.get_mut(b as usize) {
-                    *o = true;
-                }
-            }
-        }
-        if owned.contains(&false) {
-            return Err("a stored box belongs to no node".into());
-        }
         let d = self.n_features;
         let f = data.features;
         // Points under each node, bottom-up.
@@ -1770,9 +1745,6 @@ impl MondrianTree {
             let ju = j as usize;
             match self.children(j) {
                 Some((l, r)) => {
-                    if self.nodes[l as usize].parent != j || self.nodes[r as usize].parent != j {
-                        return Err(format!("node {j}: child parent pointer broken"));
-                    }
                     let dim = self.nodes[ju].dim();
                     let loc = self.nodes[ju].split_loc();
                     let (lower, upper) = self.data_box(j, f);
@@ -1788,26 +1760,13 @@ impl MondrianTree {
                     if self.data_box(l, f).1[dim] > loc || self.data_box(r, f).0[dim] <= loc {
                         return Err(format!("node {j}: children on the wrong side of the split"));
                     }
-                    if self.parent_split_time(j) > self.nodes[ju].tau {
-                        return Err(format!("node {j}: split time decreases"));
-                    }
-                    if self.nodes[ju].tau >= self.lifetime {
-                        return Err(format!("internal node {j}: τ ≥ λ"));
-                    }
                     let mut all = std::mem::take(&mut under[l as usize]);
                     all.extend(std::mem::take(&mut under[r as usize]));
                     under[ju] = all;
                 }
                 None => {
-                    let count = self.nodes[ju].count();
-                    if count as usize > INLINE_POINTS && count != SPILLED {
-                        return Err(format!("leaf {j}: point count {count} in its record"));
-                    }
                     if self.leaf_points(j).is_empty() {
                         return Err(format!("leaf {j} is empty"));
-                    }
-                    if self.nodes[ju].tau != self.lifetime {
-                        return Err(format!("leaf {j}: τ ≠ λ"));
                     }
                     let pauses = self.pause.holds(self.leaf_points(j), stats, data.targets);
                     if self.nodes[ju].paused() && !pauses {
