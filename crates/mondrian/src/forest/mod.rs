@@ -424,7 +424,7 @@ pub(crate) fn summarize<S: NodeStatistics>(
     let m = depths.len().max(1) as f64;
     let mean = depths.iter().sum::<f64>() / m;
     let var = depths.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / m;
-    let n_nodes: usize = trees.iter().map(|u| u.tree.n_nodes()).sum();
+    let n_nodes: usize = trees.iter().map(|u| u.tree.n_live_nodes()).sum();
     let tree_bytes: usize = trees
         .iter()
         .map(|u| u.tree.heap_bytes() + u.tree.n_nodes() * u.stats.bytes_per_node())

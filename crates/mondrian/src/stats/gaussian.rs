@@ -193,18 +193,6 @@ impl NodeStatistics for TargetMoments {
         true
     }
 
-    fn is_pure(&self, points: &[u32], targets: &[f64]) -> bool {
-        points.split_first().is_none_or(|(&first, rest)| {
-            rest.iter()
-                .all(|&i| targets[i as usize] == targets[first as usize])
-        })
-    }
-
-    fn stays_pure(&self, node: u32, target: f64) -> bool {
-        let m = self.get(node);
-        m.n == 0.0 || (m.m2 == 0.0 && m.mean == target)
-    }
-
     fn bytes_per_node(&self) -> usize {
         std::mem::size_of::<Moments>()
     }

@@ -216,6 +216,12 @@ impl NodeStatistics for LabelCounts {
         }
     }
 
+    fn node_is_pure(&self, node: u32) -> bool {
+        // At an internal node too: its count of a class is the children's tables of it, so
+        // its tables are the classes present below (spec §3.2).
+        self.tables(node) <= 1
+    }
+
     fn bytes_per_node(&self) -> usize {
         self.stride() * 4
     }

@@ -365,11 +365,11 @@ pub fn check_tree(
         return Err("root has a parent".into());
     }
     let order = tree.subtree_preorder(root);
-    if order.len() != tree.n_nodes() {
+    if order.len() != tree.n_live_nodes() {
         return Err(format!(
             "{} reachable nodes of {}",
             order.len(),
-            tree.n_nodes()
+            tree.n_live_nodes()
         ));
     }
     let n_nodes = tree.n_nodes();

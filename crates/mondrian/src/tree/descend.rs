@@ -1,8 +1,15 @@
-//! The root-to-leaf path of a test point with its branch-off probabilities
-//! (spec `mf-classification.md` §4.1, §4.4). Shared by every model that predicts with
-//! branch-off; the model supplies what a node (or a branch-off node) predicts.
+//! Descents: routing a point to its leaf (spec `mf-classification.md` §1.2), the route an
+//! insertion records, and the root-to-leaf path of a test point with its branch-off
+//! probabilities (§4.1, §4.4), shared by every model that predicts with branch-off.
+//!
+//! The machinery that makes walks fast stays here, behind these methods: descents of
+//! several rows (or trees) advance in lockstep with the next node prefetched, so that their
+//! cache misses overlap, and the boxes and statistics at the bottom of a path are asked for
+//! before they are read.
 
-use super::{MondrianTree, NO_NODE};
+use super::arena::SPILLED;
+use super::boxes::SET_POINTS;
+use super::{prefetch_lines, MondrianTree, Node, Slot, NO_NODE};
 use crate::process::Feature;
 
 /// How many rows of a prediction block descend in lockstep
@@ -36,6 +43,123 @@ pub struct PathStep {
 }
 
 impl MondrianTree {
+    /// The child `x` is routed to: left iff `x[δ] ≤ ξ` (spec §1.2).
+    #[inline]
+    pub fn route(&self, node: u32, x: &[Feature]) -> u32 {
+        let j = node as usize;
+        if x[self.nodes[j].dim()] <= self.nodes[j].split_loc() {
+            self.nodes[j].left
+        } else {
+            self.nodes[j].right()
+        }
+    }
+    /// The leaf `x` is routed to (the tree must not be empty).
+    pub fn leaf_of(&self, x: &[Feature]) -> u32 {
+        let mut j = self.root;
+        while !self.is_leaf(j) {
+            j = self.route(j, x);
+        }
+        j
+    }
+
+    /// Asks the cache for a node's record ahead of use: walks are bound by the latency of
+    /// these dependent loads, and the next node is known before the current one is done.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, node: u32) {
+        if let Some(record) = self.nodes.get(node as usize) {
+            prefetch_lines(record as *const Node as *const u8, 1);
+        }
+    }
+
+    /// Asks the cache for the start of a node's box (up to 16 lines, 1 KiB: on wide data
+    /// the hardware's own stream prefetch takes over from there).
+    #[inline(always)]
+    pub(crate) fn prefetch_box(&self, node: u32, features: &[Feature]) {
+        if let Some(&Node { slot, .. }) = self.nodes.get(node as usize) {
+            let d = self.n_features;
+            let (start, bytes) = match Slot::of(slot) {
+                Slot::Stored(b) => (self.bounds.get(2 * d * b as usize), 8 * d),
+                Slot::Point(i) => (features.get(d * i as usize), 4 * d),
+                // The ids: the rows they name are known only once these arrive.
+                Slot::Set(s) => {
+                    if let Some(ids) = self.sets.get(s as usize * SET_POINTS) {
+                        prefetch_lines(ids as *const u32 as *const u8, 1);
+                    }
+                    (None, 0)
+                }
+                Slot::Unset => (None, 0),
+            };
+            if let Some(first) = start {
+                prefetch_lines(
+                    first as *const Feature as *const u8,
+                    bytes.div_ceil(64).min(16),
+                );
+            }
+        }
+    }
+
+    /// Asks the cache for the rows the sets among the last [`path::BOTTOM`] steps of each
+    /// path name: a set's ids arrive after its descent (see
+    /// [`prefetch_box`](Self::prefetch_box)), its rows only once they are known.
+    pub(crate) fn prefetch_set_rows(&self, paths: &[Vec<PathStep>], features: &[Feature]) {
+        if self.set_capacity() == 0 {
+            return;
+        }
+        let d = self.n_features;
+        let lines = (4 * d).div_ceil(64).min(16);
+        for steps in paths {
+            for step in steps.iter().rev().take(BOTTOM) {
+                if let Some(Slot::Set(s)) =
+                    self.nodes.get(step.node as usize).map(|r| Slot::of(r.slot))
+                {
+                    for &i in self.set_ids(s) {
+                        if let Some(row) = features.get(i as usize * d) {
+                            prefetch_lines(row as *const Feature as *const u8, lines);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    /// Starts routing a point to its leaf: clears the route buffer and returns the root
+    /// (`NO_NODE` for an empty tree). With [`route_advance`](Self::route_advance) this lets
+    /// a caller interleave the descents of several trees so their cache misses overlap;
+    /// [`extend_routed`](Self::extend_routed) then inserts the point.
+    #[inline]
+    pub fn route_begin(&mut self) -> u32 {
+        self.path.clear();
+        self.root
+    }
+
+    /// Records `node` on the route of `x` and returns the next node, `NO_NODE` after the
+    /// leaf. The next node's record is prefetched; at the leaf, the boxes at the bottom of
+    /// the route, which the insertion measures first, are (`features`: the training rows).
+    #[inline]
+    pub fn route_advance(&mut self, node: u32, x: &[Feature], features: &[Feature]) -> u32 {
+        self.path.push((node, 0.0));
+        if self.is_leaf(node) {
+            for &(j, _) in self.path.iter().rev().take(BOTTOM) {
+                self.prefetch_box(j, features);
+            }
+            // The leaf's own point list, if its points are not in its record.
+            let record = &self.nodes[node as usize];
+            if record.count() == SPILLED {
+                if let Some(list) = self.lists.get(record.pair[0] as usize) {
+                    prefetch_lines(list as *const Vec<u32> as *const u8, 1);
+                }
+            }
+            return NO_NODE;
+        }
+        let next = self.route(node, x);
+        self.prefetch(next);
+        next
+    }
+
+    /// The last `n` nodes of the recorded route, leaf first.
+    pub(crate) fn route_tail(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
+        self.path.iter().rev().take(n).map(|&(node, _)| node)
+    }
+
     /// Probability that a new split separates `x` from the box of `node` below its parent:
     /// `p^s = 1 − exp(−Δ η)`, computed without forming `0·∞`.
     #[inline]
@@ -249,7 +373,12 @@ impl MondrianTree {
     }
 
     /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
-    fn weigh_steps(&self, x: &[Feature], features: &[Feature], steps: &mut Vec<PathStep>) {
+    pub(super) fn weigh_steps(
+        &self,
+        x: &[Feature],
+        features: &[Feature],
+        steps: &mut Vec<PathStep>,
+    ) {
         let outside_from = self.measure_upwards(
             x,
             features,
