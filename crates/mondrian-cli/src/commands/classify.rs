@@ -45,10 +45,11 @@ pub(crate) struct TrainTest {
 }
 
 impl TrainTest {
+    /// Reads `train`, then `test` at its width and with its classes.
     pub(crate) fn read(train: &Path, test: &Path) -> Result<TrainTest, CliError> {
         let (train_set, values) = read_labelled(train, None, None)?;
+        // Read at the training file's width, or refused naming the line.
         let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
-        check_width(&train_set, &test_set, test)?;
         Ok(TrainTest {
             train: train_set,
             test: test_set,
@@ -73,15 +74,13 @@ fn class_indices(labels: &[i64], values: &[i64]) -> Vec<usize> {
         .collect()
 }
 
+/// A labelled file, its labels mapped to the classes `values` (default: the file's own).
 fn read_labelled(
     path: &Path,
     n_features: Option<usize>,
     values: Option<&[i64]>,
 ) -> Result<(Labelled, Vec<i64>), CliError> {
     let data = read_dataset(path, n_features)?;
-    if data.n_rows() == 0 {
-        return Err(CliError::Usage(format!("{} holds no rows", path.display())));
-    }
     let labels = integer_labels(&data, path)?;
     let values = values
         .map(<[i64]>::to_vec)
@@ -90,38 +89,36 @@ fn read_labelled(
     Ok((Labelled { data, classes }, values))
 }
 
-fn check_width(train: &Labelled, test: &Labelled, path: &Path) -> Result<(), CliError> {
-    if train.data.n_features != test.data.n_features {
-        return Err(CliError::Usage(format!(
-            "{} has {} features but the training data has {}",
-            path.display(),
-            test.data.n_features,
-            train.data.n_features
-        )));
+/// Refuses the flags that only mean something for a regression forest, and the settings
+/// the classifier would accept but the command does not.
+pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
+    if args.calibration.is_some() {
+        return Err(CliError::Usage(
+            "--calibration recalibrates regression intervals; add --task regression".into(),
+        ));
+    }
+    // ClassifierParams::validate accepts 0 (RegressorParams::validate refuses it); until
+    // it refuses it too, the command does.
+    if args.min_samples_split == Some(0) {
+        return Err(CliError::Usage(
+            "--min-samples-split must be a whole number ≥ 1".into(),
+        ));
     }
     Ok(())
 }
 
-/// Refuses the flags that only mean something for a regression forest.
-pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
-    match args.calibration {
-        Some(_) => Err(CliError::Usage(
-            "--calibration recalibrates regression intervals; add --task regression".into(),
-        )),
-        None => Ok(()),
-    }
-}
-
+/// The classifier the flags ask for, scaled to the training file's ranges.
 pub(crate) fn params(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
+    let defaults = ClassifierParams::default();
     ClassifierParams {
-        n_trees: args.trees.unwrap_or(100),
+        n_trees: args.trees.unwrap_or(defaults.n_trees),
         lifetime: args.lifetime,
         discount_factor: args.discount_factor,
         seed: args.seed,
         n_threads: args.threads,
         bagging: args.bagging,
         pause_on_pure: !args.no_pause,
-        min_samples_split: args.min_samples_split.unwrap_or(2),
+        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
         branch_counts: match args.branch_counts {
             BranchArg::Paper => BranchCounts::Paper,
             BranchArg::Reference => BranchCounts::Reference,
@@ -171,6 +168,7 @@ pub(crate) struct Evaluation {
     pub(crate) seconds: f64,
 }
 
+/// Scores `forest` on `test`.
 pub(crate) fn evaluate(
     forest: &MondrianForestClassifier,
     test: &Labelled,
@@ -188,6 +186,7 @@ pub(crate) fn evaluate(
     })
 }
 
+/// A saved classifier, checked against its own class list.
 fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
     let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
     if saved.classes.len() != saved.forest.n_classes() {

@@ -31,6 +31,7 @@ pub(crate) struct CurveArgs {
     json: bool,
 }
 
+/// The scores after one mini-batch; `train_seconds` adds up over the batches so far.
 #[derive(Serialize)]
 pub(crate) struct CurveStep {
     pub(crate) n_seen: usize,

@@ -153,7 +153,7 @@ pub(crate) struct ForestArgs {
     pub(crate) no_pause: bool,
     /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
     /// regression].
-    #[arg(long, value_parser = parse_min_samples_split)]
+    #[arg(long)]
     pub(crate) min_samples_split: Option<usize>,
     /// Counts of the branch-off node in prediction (classification).
     #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
@@ -229,12 +229,17 @@ fn parse_lifetime(s: &str) -> Result<f64, String> {
         "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
         other => match other.parse::<f64>() {
             // λ = 0 would grow trees that never split: a model that only knows the prior.
+            // ClassifierParams::validate only refuses λ < 0 and NaN; until it refuses 0
+            // too, this keeps the whole rule.
             Ok(v) if v > 0.0 => Ok(v),
             _ => Err(format!("`{s}` is not `inf` or a number > 0")),
         },
     }
 }
 
+/// The library refuses more than MAX_THREADS when a forest is built, but only lowers the
+/// count of a loaded model (`set_n_threads`), so `predict` would take any count; one
+/// parser keeps the same message for every command.
 fn parse_threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n <= mondrian::data::MAX_THREADS => Ok(n),
@@ -242,12 +247,5 @@ fn parse_threads(s: &str) -> Result<usize, String> {
             "`{s}` is not a thread count from 0 (all cores) to {}",
             mondrian::data::MAX_THREADS
         )),
-    }
-}
-
-fn parse_min_samples_split(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
     }
 }

@@ -34,6 +34,7 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
+    /// The `map_err` of a failed write to `path`.
     fn write(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
         |source| CliError::Write {
             path: path.to_path_buf(),
@@ -77,6 +78,7 @@ pub(crate) fn write_output(path: Option<&Path>, text: &str) -> Result<(), CliErr
 // ---------------------------------------------------------------------------------
 // Progress
 
+/// A bar of `len` steps, labelled `what`; it draws only on a terminal.
 pub(crate) fn progress(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
     bar.set_style(

@@ -1,7 +1,6 @@
 //! `--task regression`: real-valued targets, predicted with their uncertainty by a
 //! `MondrianForestRegressor`.
 
-use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
@@ -29,22 +28,12 @@ struct SavedRegressor {
 
 pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
 
-/// Defaults of the regression forest (spec `mf-regression.md` §8): 10 trees, mss 10.
-const DEFAULT_TREES: usize = 10;
-const DEFAULT_MIN_SAMPLES_SPLIT: usize = 10;
-
-fn read_targets(path: &Path, n_features: Option<usize>) -> Result<Dataset, CliError> {
-    let data = read_dataset(path, n_features)?;
-    if data.n_rows() == 0 {
-        return Err(CliError::Usage(format!("{} holds no rows", path.display())));
-    }
-    Ok(data)
-}
-
+/// The regressor the flags ask for, scaled to the training file's ranges.
 fn params(args: &ForestArgs, train: &Dataset) -> RegressorParams {
+    let defaults = RegressorParams::default();
     RegressorParams {
-        n_trees: args.trees.unwrap_or(DEFAULT_TREES),
-        min_samples_split: args.min_samples_split.unwrap_or(DEFAULT_MIN_SAMPLES_SPLIT),
+        n_trees: args.trees.unwrap_or(defaults.n_trees),
+        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
         mode: match args.mode {
             ModeArg::Exact => PredictionMode::Exact,
             ModeArg::Quadrature => PredictionMode::ExactQuadrature,
@@ -118,7 +107,7 @@ fn train_forest(
 
 impl Task for Regress {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
-        let data = read_targets(&args.train, None)?;
+        let data = read_dataset(&args.train, None)?;
         let (forest, secs, _) = train_forest(&args.forest, &data)?;
         let saved = SavedRegressor {
             feature_names: data.feature_names.clone(),
@@ -138,16 +127,9 @@ impl Task for Regress {
     }
 
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError> {
-        let train_set = read_targets(&args.train, None)?;
-        let test_set = read_targets(&args.test, Some(train_set.n_features))?;
-        if test_set.n_features != train_set.n_features {
-            return Err(CliError::Usage(format!(
-                "{} has {} features but the training data has {}",
-                args.test.display(),
-                test_set.n_features,
-                train_set.n_features
-            )));
-        }
+        let train_set = read_dataset(&args.train, None)?;
+        // Read at the training file's width, or refused naming the line.
+        let test_set = read_dataset(&args.test, Some(train_set.n_features))?;
         let (forest, train_seconds, choice) = train_forest(&args.forest, &train_set)?;
         let d = test_set.n_features;
         let start = Instant::now();
