@@ -5,6 +5,16 @@ use super::*;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Asserts that `e` matches `pattern`; otherwise shows it, after `context` if given.
+macro_rules! assert_error {
+    ($e:expr, $pattern:pat) => {
+        assert!(matches!($e, $pattern), "{:?}", $e)
+    };
+    ($e:expr, $pattern:pat, $($context:tt)+) => {
+        assert!(matches!($e, $pattern), "{}: {:?}", format_args!($($context)+), $e)
+    };
+}
+
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A temp file that is removed when dropped.
@@ -188,7 +198,7 @@ fn libsvm_sniffed_for_txt_t_tr_scale() {
     }
     // But an explicit .csv is always CSV: one column -> bad header.
     let e = dataset_error("k.csv", SVM.as_bytes());
-    assert!(matches!(e, DataError::BadHeader { .. }), "{e:?}");
+    assert_error!(e, DataError::BadHeader { .. });
     assert!(e.to_string().contains("LIBSVM"), "{e}");
 }
 
@@ -215,17 +225,14 @@ fn features_libsvm() {
     let f = tmp("n.libsvm", SVM.as_bytes());
     check_small_svm(&read_features(f.path(), 4).unwrap(), 4);
     let e = read_features(f.path(), 2).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::IndexOutOfRange {
-                line: 2,
-                index: 3,
-                max: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::IndexOutOfRange {
+            line: 2,
+            index: 3,
+            max: 2,
+            ..
+        }
     );
 }
 
@@ -245,16 +252,16 @@ fn integer_labels_ok() {
 fn err_missing_file() {
     let p = tmp_path("does-not-exist.csv");
     let e = read_dataset(&p, None).unwrap_err();
-    assert!(matches!(e, DataError::Io { .. }), "{e:?}");
+    assert_error!(e, DataError::Io { .. });
     assert!(e.to_string().contains("does-not-exist.csv"), "{e}");
     let e = read_features(&p, 3).unwrap_err();
-    assert!(matches!(e, DataError::Io { .. }), "{e:?}");
+    assert_error!(e, DataError::Io { .. });
 }
 
 #[test]
 fn err_directory() {
     let e = read_dataset(&std::env::temp_dir(), None).unwrap_err();
-    assert!(matches!(e, DataError::Io { .. }), "{e:?}");
+    assert_error!(e, DataError::Io { .. });
 }
 
 #[test]
@@ -262,19 +269,19 @@ fn err_gzip_corrupt() {
     let good = gz(CSV.as_bytes());
     // Truncated stream.
     let e = dataset_error("p.csv.gz", &good[..good.len() / 2]);
-    assert!(matches!(e, DataError::Gzip { .. }), "{e:?}");
+    assert_error!(e, DataError::Gzip { .. });
     // Corrupted CRC / body.
     let mut bad = good.clone();
     let n = bad.len();
     bad[n - 6] ^= 0xff;
     let e = dataset_error("q.csv.gz", &bad);
-    assert!(matches!(e, DataError::Gzip { .. }), "{e:?}");
+    assert_error!(e, DataError::Gzip { .. });
     // Magic bytes followed by garbage.
     let e = dataset_error("r.csv.gz", b"\x1f\x8bthis is not deflate data at all");
-    assert!(matches!(e, DataError::Gzip { line: 1, .. }), "{e:?}");
+    assert_error!(e, DataError::Gzip { line: 1, .. });
     // Plain text named .gz.
     let e = dataset_error("s.csv.gz", CSV.as_bytes());
-    assert!(matches!(e, DataError::Gzip { line: 1, .. }), "{e:?}");
+    assert_error!(e, DataError::Gzip { line: 1, .. });
     assert!(e.to_string().contains("not gzip"), "{e}");
 }
 
@@ -304,9 +311,9 @@ fn err_empty() {
     ] {
         let f = tmp(name, &content);
         let e = read_dataset(f.path(), None).unwrap_err();
-        assert!(matches!(e, DataError::Empty { .. }), "{name}: {e:?}");
+        assert_error!(e, DataError::Empty { .. }, "{name}");
         let e = read_features(f.path(), 2).unwrap_err();
-        assert!(matches!(e, DataError::Empty { .. }), "{name}: {e:?}");
+        assert_error!(e, DataError::Empty { .. }, "{name}");
     }
 }
 
@@ -315,26 +322,26 @@ fn err_header_only() {
     for content in ["a,b,label\n", "a,b,label", "\na,b,label\n\n\n"] {
         let f = tmp("v.csv", content.as_bytes());
         let e = read_dataset(f.path(), None).unwrap_err();
-        assert!(matches!(e, DataError::NoRows { .. }), "{e:?}");
+        assert_error!(e, DataError::NoRows { .. });
         let e = read_features(f.path(), 2).unwrap_err();
-        assert!(matches!(e, DataError::NoRows { .. }), "{e:?}");
+        assert_error!(e, DataError::NoRows { .. });
     }
     let e = dataset_error("v2.csv", b"\n\na,b,label\n");
-    assert!(matches!(e, DataError::NoRows { line: 3, .. }), "{e:?}");
+    assert_error!(e, DataError::NoRows { line: 3, .. });
 }
 
 #[test]
 fn err_bad_header() {
     // Only one column.
     let e = dataset_error("w.csv", b"label\n1\n2\n");
-    assert!(matches!(e, DataError::BadHeader { line: 1, .. }), "{e:?}");
+    assert_error!(e, DataError::BadHeader { line: 1, .. });
     // Semicolon-separated: one column.
     let f = tmp("w2.csv", b"a;b;label\n1;2;3\n");
     let e = read_dataset(f.path(), None).unwrap_err();
     assert!(e.to_string().contains("delimiter"), "{e}");
     // No header at all.
     let e = dataset_error("w3.csv", b"0.5,2,1\n0.25,3,0\n");
-    assert!(matches!(e, DataError::BadHeader { line: 1, .. }), "{e:?}");
+    assert_error!(e, DataError::BadHeader { line: 1, .. });
     assert!(e.to_string().contains("header"), "{e}");
 }
 
@@ -342,63 +349,52 @@ fn err_bad_header() {
 fn err_feature_mismatch() {
     let f = tmp("x.csv", CSV.as_bytes());
     let e = read_dataset(f.path(), Some(3)).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::FeatureMismatch {
-                line: 1,
-                expected: 3,
-                found: 3,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::FeatureMismatch {
+            line: 1,
+            expected: 3,
+            found: 3,
+            ..
+        }
     );
     for n in [0, 1, 4] {
         let e = read_features(f.path(), n).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                DataError::FeatureMismatch {
-                    line: 1,
-                    found: 3,
-                    ..
-                }
-            ),
-            "{n}: {e:?}"
+        assert_error!(
+            e,
+            DataError::FeatureMismatch {
+                line: 1,
+                found: 3,
+                ..
+            },
+            "{n}"
         );
     }
     let e = read_features(f.path(), usize::MAX).unwrap_err();
-    assert!(matches!(e, DataError::FeatureMismatch { .. }), "{e:?}");
+    assert_error!(e, DataError::FeatureMismatch { .. });
 }
 
 #[test]
 fn err_column_count() {
     let e = dataset_error("y.csv", b"a,b,label\n1,2,0\n1,2\n");
-    assert!(
-        matches!(
-            e,
-            DataError::ColumnCount {
-                line: 3,
-                expected: 3,
-                found: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::ColumnCount {
+            line: 3,
+            expected: 3,
+            found: 2,
+            ..
+        }
     );
     let e = dataset_error("y2.csv", b"a,b,label\n\n1,2,0,7\n");
-    assert!(
-        matches!(
-            e,
-            DataError::ColumnCount {
-                line: 3,
-                expected: 3,
-                found: 4,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::ColumnCount {
+            line: 3,
+            expected: 3,
+            found: 4,
+            ..
+        }
     );
     assert!(e.to_string().contains(":3:"), "{e}");
     // CRLF, whitespace-only and blank lines, a quoted multi-line header cell.
@@ -406,21 +402,18 @@ fn err_column_count() {
         "y3.csv",
         b"\"a\nb\",c,label\r\n \r\n\r\n1,2,0\r\n\r\n1,2\r\n",
     );
-    assert!(
-        matches!(
-            e,
-            DataError::ColumnCount {
-                line: 7,
-                found: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::ColumnCount {
+            line: 7,
+            found: 2,
+            ..
+        }
     );
     // Prediction input: rows must match the header too.
     let f = tmp("y4.csv", b"a,b\n1,2\n1,2,3\n");
     let e = read_features(f.path(), 2).unwrap_err();
-    assert!(matches!(e, DataError::ColumnCount { line: 3, .. }), "{e:?}");
+    assert_error!(e, DataError::ColumnCount { line: 3, .. });
 }
 
 #[test]
@@ -444,15 +437,15 @@ fn err_not_a_number() {
     }
     // Empty cell.
     let e = dataset_error("z2.csv", b"a,b,label\n1,,0\n");
-    assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NotANumber { line: 2, .. });
     assert!(e.to_string().contains("(empty)"), "{e}");
     // Non-numeric label.
     let e = dataset_error("z3.csv", b"a,b,label\n1,2,cat\n");
-    assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NotANumber { line: 2, .. });
     assert!(e.to_string().contains("label"), "{e}");
     // Invalid UTF-8.
     let e = dataset_error("z4.csv", b"a,b,label\n1,\xff\xfe,0\n");
-    assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NotANumber { line: 2, .. });
 }
 
 #[test]
@@ -474,13 +467,13 @@ fn err_non_finite() {
     }
     let f = tmp("nf2.csv", b"a,b\n1,nan\n");
     let e = read_features(f.path(), 2).unwrap_err();
-    assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NonFinite { line: 2, .. });
     // LIBSVM: value and label.
     let e = dataset_error("nf.libsvm", b"1 1:2\n1 1:nan\n");
-    assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NonFinite { line: 2, .. });
     assert!(e.to_string().contains("feature index 1"), "{e}");
     let e = dataset_error("nf2.libsvm", b"1 1:2\ninf 1:1\n");
-    assert!(matches!(e, DataError::NonFinite { line: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::NonFinite { line: 2, .. });
     assert!(e.to_string().contains("label"), "{e}");
 }
 
@@ -500,57 +493,48 @@ fn err_bad_libsvm_token() {
         "1 1:2\n1 99999999999:1\n", // index too large for u32
     ] {
         let e = dataset_error("bt.libsvm", content.as_bytes());
-        assert!(
-            matches!(e, DataError::BadToken { line: 2, .. }),
-            "{content:?}: {e:?}"
-        );
+        assert_error!(e, DataError::BadToken { line: 2, .. }, "{content:?}");
     }
 }
 
 #[test]
 fn err_index_order() {
     let e = dataset_error("io.libsvm", b"1 1:2 3:4\n0 3:1 2:1\n");
-    assert!(
-        matches!(
-            e,
-            DataError::IndexOrder {
-                line: 2,
-                previous: 3,
-                index: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::IndexOrder {
+            line: 2,
+            previous: 3,
+            index: 2,
+            ..
+        }
     );
     let e = dataset_error("io2.libsvm", b"1 1:2 1:4\n");
-    assert!(matches!(e, DataError::IndexOrder { line: 1, .. }), "{e:?}");
+    assert_error!(e, DataError::IndexOrder { line: 1, .. });
 }
 
 #[test]
 fn err_index_out_of_range() {
     let f = tmp("ir.libsvm", b"1 1:2 3:4\n0 5:1\n");
     let e = read_dataset(f.path(), Some(4)).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::IndexOutOfRange {
-                line: 2,
-                index: 5,
-                max: 4,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::IndexOutOfRange {
+            line: 2,
+            index: 5,
+            max: 4,
+            ..
+        }
     );
 }
 
 #[test]
 fn err_too_large() {
     let e = dataset_error("tl.libsvm", b"1 4000000000:1\n0 1:1\n");
-    assert!(matches!(e, DataError::TooLarge { rows: 2, .. }), "{e:?}");
+    assert_error!(e, DataError::TooLarge { rows: 2, .. });
     let f = tmp("tl2.libsvm", b"1 1:1\n");
     let e = read_dataset(f.path(), Some(usize::MAX)).unwrap_err();
-    assert!(matches!(e, DataError::TooLarge { .. }), "{e:?}");
+    assert_error!(e, DataError::TooLarge { .. });
 }
 
 #[test]
@@ -566,16 +550,13 @@ fn err_non_integer_label_names_line() {
     let f = tmp("nl.csv", b"a,label\n1,3\n\n2,3.0\n\n3,2.5\n");
     let ds = read_dataset(f.path(), None).unwrap();
     let e = integer_labels(&ds, f.path()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::NonIntegerLabel {
-                line: 6,
-                row: 3,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::NonIntegerLabel {
+            line: 6,
+            row: 3,
+            ..
+        }
     );
     assert!(
         e.to_string().contains(":6:") && e.to_string().contains("2.5"),
@@ -585,25 +566,19 @@ fn err_non_integer_label_names_line() {
     let f = tmp("nl.libsvm", b"# c\n1 1:1\n0.5 1:2\n");
     let ds = read_dataset(f.path(), None).unwrap();
     let e = integer_labels(&ds, f.path()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::NonIntegerLabel {
-                line: 3,
-                row: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::NonIntegerLabel {
+            line: 3,
+            row: 2,
+            ..
+        }
     );
     // Too large for exact i64 conversion.
     let f = tmp("nl2.csv", b"a,label\n1,1e300\n");
     let ds = read_dataset(f.path(), None).unwrap();
     let e = integer_labels(&ds, f.path()).unwrap_err();
-    assert!(
-        matches!(e, DataError::NonIntegerLabel { line: 2, .. }),
-        "{e:?}"
-    );
+    assert_error!(e, DataError::NonIntegerLabel { line: 2, .. });
     // The file is gone: the line is guessed.
     let ds = Dataset {
         x: vec![0.0, 0.0],
@@ -612,16 +587,13 @@ fn err_non_integer_label_names_line() {
         feature_names: vec!["a".into()],
     };
     let e = integer_labels(&ds, &tmp_path("gone.csv")).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            DataError::NonIntegerLabel {
-                line: 3,
-                row: 2,
-                ..
-            }
-        ),
-        "{e:?}"
+    assert_error!(
+        e,
+        DataError::NonIntegerLabel {
+            line: 3,
+            row: 2,
+            ..
+        }
     );
 }
 
