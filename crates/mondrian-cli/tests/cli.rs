@@ -741,3 +741,59 @@ fn a_model_file_with_data_after_it_is_refused() {
         "after the end of the model",
     );
 }
+
+#[test]
+fn settings_the_library_checks_are_refused_in_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (train, test) = regression_train_test(dir.path());
+    // The regressor refuses min_samples_split 0 itself; the classifier (which accepts it)
+    // is refused by the command (see options_of_the_other_task_...).
+    fails_with(
+        mondrian()
+            .args(["eval", "--task", "regression", "--min-samples-split", "0"])
+            .arg("--train")
+            .arg(&train)
+            .arg("--test")
+            .arg(&test),
+        "invalid parameter `min_samples_split`",
+    );
+    fails_with(
+        mondrian()
+            .args(["eval", "--discount-factor=-1", "--train"])
+            .arg(write(dir.path(), "c.csv", TRAIN))
+            .arg("--test")
+            .arg(write(dir.path(), "c2.csv", TRAIN)),
+        "invalid parameter `discount_factor`",
+    );
+    // A LIBSVM test file wider than the training file is refused at the line that says so.
+    let narrow = write(dir.path(), "narrow.libsvm", "1 1:0 2:0\n2 1:1 2:1\n");
+    let wide = write(dir.path(), "wide.libsvm", "1 1:0\n2 1:1 3:1\n");
+    fails_with(
+        mondrian()
+            .args(["eval", "--trees", "2", "--train"])
+            .arg(&narrow)
+            .arg("--test")
+            .arg(&wide),
+        "wide.libsvm:2: LIBSVM feature index 3",
+    );
+}
+
+#[test]
+fn demo_prints_its_learning_curve() {
+    let out = mondrian().arg("demo").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("Mondrian forest demo: satimage"), "{text}");
+    // One row (seen, accuracy, ...) per mini-batch, the last with every training row seen.
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|t| t.len() >= 4 && t[1].parse::<f64>().is_ok())
+        .collect();
+    assert_eq!(rows.len(), 14, "{text}");
+    assert_eq!(rows[13][0], "4435", "{text}");
+}

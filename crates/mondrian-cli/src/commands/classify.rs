@@ -1,0 +1,318 @@
+//! `--task classification` (the default): integer labels, which the model file keeps as the
+//! training file spells them.
+
+use std::path::Path;
+use std::time::Instant;
+
+use mondrian::metrics::{accuracy, argmax, log_loss};
+use mondrian::{
+    BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, RelevanceChoice,
+};
+use serde::{Deserialize, Serialize};
+
+use super::forest::{
+    training_scaling, BranchArg, EvalArgs, ForestArgs, PredictArgs, Task, TrainArgs,
+};
+use super::{lifetime_text, print_features, save_model, timed_training, with_summary, CliError};
+use crate::io::{integer_labels, read_dataset, read_features, Dataset};
+
+/// The classification task.
+pub(crate) struct Classify;
+
+/// What `mondrian train` saves: the forest plus the original label values of its classes.
+#[derive(Serialize, Deserialize)]
+struct SavedClassifier {
+    classes: Vec<i64>,
+    feature_names: Vec<String>,
+    forest: MondrianForestClassifier,
+}
+
+const SAVED_KIND: &str = "mondrian-cli-classifier";
+
+/// A labelled file with its labels mapped to class indices.
+pub(crate) struct Labelled {
+    pub(crate) data: Dataset,
+    pub(crate) classes: Vec<usize>,
+}
+
+/// A training file and a test file read against it (same width, the training file's
+/// classes), with the label value of each class.
+pub(crate) struct TrainTest {
+    pub(crate) train: Labelled,
+    pub(crate) test: Labelled,
+    /// Sorted distinct label values of the training file: class `k` is `values[k]`.
+    pub(crate) values: Vec<i64>,
+}
+
+impl TrainTest {
+    /// Reads `train`, then `test` at its width and with its classes.
+    pub(crate) fn read(train: &Path, test: &Path) -> Result<TrainTest, CliError> {
+        let (train_set, values) = read_labelled(train, None, None)?;
+        // Read at the training file's width, or refused naming the line.
+        let (test_set, _) = read_labelled(test, Some(train_set.data.n_features), Some(&values))?;
+        Ok(TrainTest {
+            train: train_set,
+            test: test_set,
+            values,
+        })
+    }
+}
+
+/// Sorted distinct label values of the training file: class `k` is `values[k]`.
+fn class_values(labels: &[i64]) -> Vec<i64> {
+    let mut values = labels.to_vec();
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+/// Maps labels to class indices; an unknown label maps to `values.len()` (never predicted).
+fn class_indices(labels: &[i64], values: &[i64]) -> Vec<usize> {
+    labels
+        .iter()
+        .map(|v| values.binary_search(v).unwrap_or(values.len()))
+        .collect()
+}
+
+/// A labelled file, its labels mapped to the classes `values` (default: the file's own).
+fn read_labelled(
+    path: &Path,
+    n_features: Option<usize>,
+    values: Option<&[i64]>,
+) -> Result<(Labelled, Vec<i64>), CliError> {
+    let data = read_dataset(path, n_features)?;
+    let labels = integer_labels(&data, path)?;
+    let values = values
+        .map(<[i64]>::to_vec)
+        .unwrap_or_else(|| class_values(&labels));
+    let classes = class_indices(&labels, &values);
+    Ok((Labelled { data, classes }, values))
+}
+
+/// Refuses the flags that only mean something for a regression forest, and the settings
+/// the classifier would accept but the command does not.
+pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
+    if args.calibration.is_some() {
+        return Err(CliError::Usage(
+            "--calibration recalibrates regression intervals; add --task regression".into(),
+        ));
+    }
+    // ClassifierParams::validate accepts 0 (RegressorParams::validate refuses it); until
+    // it refuses it too, the command does.
+    if args.min_samples_split == Some(0) {
+        return Err(CliError::Usage(
+            "--min-samples-split must be a whole number ≥ 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The classifier the flags ask for, scaled to the training file's ranges.
+pub(crate) fn params(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
+    let defaults = ClassifierParams::default();
+    ClassifierParams {
+        n_trees: args.trees.unwrap_or(defaults.n_trees),
+        lifetime: args.lifetime,
+        discount_factor: args.discount_factor,
+        seed: args.seed,
+        n_threads: args.threads,
+        bagging: args.bagging,
+        pause_on_pure: !args.no_pause,
+        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
+        branch_counts: match args.branch_counts {
+            BranchArg::Paper => BranchCounts::Paper,
+            BranchArg::Reference => BranchCounts::Reference,
+        },
+        n_classes: Some(n_classes),
+        scaling: training_scaling(train),
+        feature_weights: args.feature_weights.clone(),
+    }
+}
+
+/// Trains by batch `fit`, or point by point through `partial_fit` with `--online`.
+fn train_forest(
+    args: &ForestArgs,
+    train: &Labelled,
+    n_classes: usize,
+) -> Result<(MondrianForestClassifier, f64, Option<RelevanceChoice>), CliError> {
+    let mut params = params(args, &train.data, n_classes);
+    let n_trees = params.n_trees;
+    let d = train.data.n_features;
+    let (x, y) = (&train.data.x, &train.classes);
+    // Like the ranges, relevance weights come from the whole training file, so a stream
+    // sees the features a batch fit sees (a first point alone could not teach them).
+    let mut choice = None;
+    if args.online {
+        let learnt =
+            MondrianForestClassifier::new(params.clone())?.learn_feature_weights(x, d, y)?;
+        (params.feature_weights, choice) = learnt;
+    }
+    let mut forest = MondrianForestClassifier::new(params)?;
+    let secs = timed_training(
+        args.online,
+        train.data.n_rows(),
+        &format!("fitting {n_trees} trees"),
+        |row| match row {
+            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            None => forest.fit(x, d, y),
+        },
+    )?;
+    let choice = choice.or_else(|| forest.relevance_choice().cloned());
+    Ok((forest, secs, choice))
+}
+
+/// Test-set scores of a forest, and the seconds its predictions took.
+pub(crate) struct Evaluation {
+    pub(crate) accuracy: f64,
+    pub(crate) log_loss: f64,
+    pub(crate) seconds: f64,
+}
+
+/// Scores `forest` on `test`.
+pub(crate) fn evaluate(
+    forest: &MondrianForestClassifier,
+    test: &Labelled,
+) -> Result<Evaluation, CliError> {
+    let start = Instant::now();
+    let d = test.data.n_features;
+    let proba = forest.predict_proba(&test.data.x, d)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let k = forest.n_classes();
+    let predicted: Vec<usize> = proba.chunks_exact(k).map(argmax).collect();
+    Ok(Evaluation {
+        accuracy: accuracy(&predicted, &test.classes),
+        log_loss: log_loss(&proba, k, &test.classes),
+        seconds,
+    })
+}
+
+/// A saved classifier, checked against its own class list.
+fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
+    let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
+    if saved.classes.len() != saved.forest.n_classes() {
+        return Err(
+            MondrianError::CorruptModel("class list does not match the model".into()).into(),
+        );
+    }
+    Ok(saved)
+}
+
+impl Task for Classify {
+    fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
+        check_flags(&args.forest)?;
+        let (data, values) = read_labelled(&args.train, None, None)?;
+        let (forest, secs, _) = train_forest(&args.forest, &data, values.len())?;
+        let saved = SavedClassifier {
+            classes: values,
+            feature_names: data.data.feature_names.clone(),
+            forest,
+        };
+        save_model(&saved, SAVED_KIND, &args.model)?;
+        let s = saved.forest.summary();
+        eprintln!(
+            "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, saved to {}",
+            s.n_trees,
+            data.data.n_rows(),
+            data.data.n_features,
+            saved.classes.len(),
+            secs,
+            s.n_nodes,
+            args.model.display()
+        );
+        Ok(())
+    }
+
+    fn eval(&self, args: &EvalArgs) -> Result<(), CliError> {
+        let forest_args = &args.forest;
+        check_flags(forest_args)?;
+        let TrainTest {
+            train,
+            test,
+            values,
+        } = TrainTest::read(&args.train, &args.test)?;
+        let (forest, train_seconds, choice) = train_forest(forest_args, &train, values.len())?;
+        let ev = evaluate(&forest, &test)?;
+        let s = forest.summary();
+        let n_trees = forest.params().n_trees;
+        if args.json {
+            let out = serde_json::json!({
+                "accuracy": ev.accuracy,
+                "log_loss": ev.log_loss,
+                "train_seconds": train_seconds,
+                "predict_seconds": ev.seconds,
+                "n_train": train.data.n_rows(),
+                "n_test": test.data.n_rows(),
+                "n_features": train.data.n_features,
+                "n_classes": values.len(),
+                "trees": n_trees,
+                "lifetime": lifetime_text(forest_args.lifetime),
+                "discount_factor": forest_args.discount_factor,
+                "gamma": forest.gamma(),
+                "feature_weights": forest.feature_weights(),
+                "relevance_choice": choice,
+                "feature_importances": forest.feature_importances(),
+                "seed": forest_args.seed,
+                "bagging": forest_args.bagging,
+                "online": forest_args.online,
+                "threads": forest_args.threads,
+            });
+            println!("{}", with_summary(out, &s));
+        } else {
+            println!(
+                "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}",
+                ev.accuracy,
+                ev.log_loss,
+                train_seconds,
+                if forest_args.online { "online" } else { "batch" },
+                ev.seconds,
+                train.data.n_rows(),
+                test.data.n_rows(),
+                n_trees,
+                s.depth_mean,
+                s.depth_std
+            );
+            print_features(
+                &train.data.feature_names,
+                forest.feature_weights(),
+                &forest.feature_importances(),
+                choice.as_ref(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Class labels, or with `--proba` one probability column per class.
+    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError> {
+        // Loaded first: a file that is no model at all says so before any flag is refused.
+        let mut saved = load(bytes)?;
+        if args.interval.is_some() {
+            return Err(CliError::Usage(format!(
+                "--interval needs a regression model, but {} holds a classification model \
+                 (use --proba for class probabilities)",
+                args.model.display()
+            )));
+        }
+        saved.forest.set_n_threads(args.threads);
+        let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
+        let data = read_features(&args.input, d)?;
+        let mut text = String::new();
+        if args.proba {
+            let p = saved.forest.predict_proba(&data.x, d)?;
+            let header: Vec<String> = saved.classes.iter().map(|c| format!("p_{c}")).collect();
+            text.push_str(&header.join(","));
+            text.push('\n');
+            for row in p.chunks_exact(saved.classes.len()) {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:.6}")).collect();
+                text.push_str(&cells.join(","));
+                text.push('\n');
+            }
+        } else {
+            text.push_str("label\n");
+            for k in saved.forest.predict(&data.x, d)? {
+                text.push_str(&saved.classes[k].to_string());
+                text.push('\n');
+            }
+        }
+        Ok(text)
+    }
+}

@@ -1,0 +1,251 @@
+//! The forest commands `train`, `eval` and `predict`: their flags, and the hand-off to the
+//! task that does the work, chosen once by `--task` or by the kind of a model file.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use mondrian::{FeatureWeights, Scaling};
+
+use super::classify::Classify;
+use super::regress::{self, Regress};
+use super::{read_model, write_output, CliError};
+use crate::io::Dataset;
+
+/// The half of `train`, `eval` and `predict` that depends on the task: one implementation
+/// per task (`classify.rs`, `regress.rs`), so that no command branches on it.
+pub(crate) trait Task {
+    /// Trains on `args.train` and saves the model to `args.model`.
+    fn train(&self, args: &TrainArgs) -> Result<(), CliError>;
+    /// Trains on `args.train` and prints the scores on `args.test`.
+    fn eval(&self, args: &EvalArgs) -> Result<(), CliError>;
+    /// The text `predict` writes: the predictions for `args.input` of the model `bytes`.
+    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError>;
+}
+
+/// The implementation of the task `--task` names.
+fn chosen(task: TaskArg) -> &'static dyn Task {
+    match task {
+        TaskArg::Classification => &Classify,
+        TaskArg::Regression => &Regress,
+    }
+}
+
+/// The task that reads a model file, by the kind the file names. Anything else, junk
+/// included, goes to the classifier, whose loading error then says what is wrong.
+fn task_of_model(bytes: &[u8]) -> &'static dyn Task {
+    match mondrian::persist::kind_of(bytes) {
+        Some(kind) if kind == regress::SAVED_KIND => &Regress,
+        _ => &Classify,
+    }
+}
+
+pub(crate) fn train(args: &TrainArgs) -> Result<(), CliError> {
+    chosen(args.forest.task).train(args)
+}
+
+pub(crate) fn eval(args: &EvalArgs) -> Result<(), CliError> {
+    chosen(args.forest.task).eval(args)
+}
+
+pub(crate) fn predict(args: &PredictArgs) -> Result<(), CliError> {
+    let bytes = read_model(&args.model)?;
+    let text = task_of_model(&bytes).predict(&bytes, args)?;
+    write_output(args.output.as_deref(), &text)
+}
+
+/// Per-feature (min, max) of a training file as the scaling. It is fixed from the whole
+/// file, as a user who knows the feature ranges would fix it for a stream; batch and online
+/// runs then see identical features.
+pub(crate) fn training_scaling(train: &Dataset) -> Scaling {
+    let d = train.n_features;
+    let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); d];
+    for row in train.x.chunks_exact(d) {
+        for (r, &v) in ranges.iter_mut().zip(row) {
+            r.0 = r.0.min(v);
+            r.1 = r.1.max(v);
+        }
+    }
+    Scaling::Ranges(ranges)
+}
+
+// ---------------------------------------------------------------------------------
+// Flags
+
+#[derive(Args)]
+pub(crate) struct TrainArgs {
+    /// Training data: CSV (header, label in the last column; .csv.gz too) or LIBSVM.
+    #[arg(long)]
+    pub(crate) train: PathBuf,
+    /// Where to write the model.
+    #[arg(long)]
+    pub(crate) model: PathBuf,
+    #[command(flatten)]
+    pub(crate) forest: ForestArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct PredictArgs {
+    /// The model written by `mondrian train`.
+    #[arg(long)]
+    pub(crate) model: PathBuf,
+    /// Rows to predict: CSV with the model's features (a trailing label column is
+    /// ignored) or LIBSVM.
+    #[arg(long)]
+    pub(crate) input: PathBuf,
+    /// Write predictions here instead of standard output.
+    #[arg(long)]
+    pub(crate) output: Option<PathBuf>,
+    /// Print class probabilities (one column per class) instead of labels.
+    #[arg(long)]
+    pub(crate) proba: bool,
+    /// Regression models: also print the central interval at this level (e.g. 0.9).
+    #[arg(long)]
+    pub(crate) interval: Option<f64>,
+    /// Worker threads (0 = all cores).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    pub(crate) threads: usize,
+}
+
+#[derive(Args)]
+pub(crate) struct EvalArgs {
+    /// Training data.
+    #[arg(long)]
+    pub(crate) train: PathBuf,
+    /// Test data (same columns).
+    #[arg(long)]
+    pub(crate) test: PathBuf,
+    #[command(flatten)]
+    pub(crate) forest: ForestArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The forest's settings, shared by `train`, `eval` and `curve`.
+#[derive(Args, Clone)]
+pub(crate) struct ForestArgs {
+    /// What to learn: class labels (integers) or real-valued targets.
+    #[arg(long, value_enum, default_value_t = TaskArg::Classification)]
+    pub(crate) task: TaskArg,
+    /// Number of trees [default: 100 for classification, 10 for regression].
+    #[arg(long)]
+    pub(crate) trees: Option<usize>,
+    /// Lifetime λ: `inf` or a number > 0.
+    #[arg(long, default_value = "inf", value_parser = parse_lifetime)]
+    pub(crate) lifetime: f64,
+    /// Discount rate γ = factor × number of features.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) discount_factor: f64,
+    /// Master seed.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Worker threads (0 = all cores); the model does not depend on it.
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    pub(crate) threads: usize,
+    /// Stream the training data one point at a time through online training.
+    #[arg(long)]
+    pub(crate) online: bool,
+    /// Online bagging: every tree takes every point Poisson(1) times.
+    #[arg(long)]
+    pub(crate) bagging: bool,
+    /// Do not pause label-pure blocks.
+    #[arg(long)]
+    pub(crate) no_pause: bool,
+    /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
+    /// regression].
+    #[arg(long)]
+    pub(crate) min_samples_split: Option<usize>,
+    /// Counts of the branch-off node in prediction (classification).
+    #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
+    pub(crate) branch_counts: BranchArg,
+    /// Predictive of the regression forest.
+    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
+    pub(crate) mode: ModeArg,
+    /// How the regression forest sets its hyper-parameters θ.
+    #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
+    pub(crate) theta: ThetaArg,
+    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
+    /// forest on the training data; `relevance:P` raises the learnt weights to the power
+    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
+    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
+    /// comma-separated.
+    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
+    pub(crate) feature_weights: FeatureWeights,
+    /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
+    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
+    /// keeps the forest's own quantiles [default: none].
+    #[arg(long, value_enum)]
+    pub(crate) calibration: Option<CalibrationArg>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TaskArg {
+    /// Integer class labels.
+    Classification,
+    /// Real-valued targets, with predictive uncertainty.
+    Regression,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CalibrationArg {
+    /// The quantiles of the forest's predictive mixture.
+    None,
+    /// Quantile recalibration from cross-validated PITs.
+    Cv,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ThetaArg {
+    /// The thesis' closed-form heuristic from the target moments (default).
+    Heuristic,
+    /// Maximise the trees' marginal likelihood of the targets (empirical Bayes).
+    MarginalLikelihood,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ModeArg {
+    /// Exact Gaussian belief propagation, branch-off at its expected time (default).
+    Exact,
+    /// Exact, averaging the branch-off time by 16-point quadrature.
+    Quadrature,
+    /// The fast empirical approximation (mean and variance of each node's targets).
+    Fast,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum BranchArg {
+    /// As in the paper's Algorithm 8 (default).
+    Paper,
+    /// As in the authors' released code.
+    Reference,
+}
+
+fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
+    FeatureWeights::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_lifetime(s: &str) -> Result<f64, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
+        other => match other.parse::<f64>() {
+            // λ = 0 would grow trees that never split: a model that only knows the prior.
+            // ClassifierParams::validate only refuses λ < 0 and NaN; until it refuses 0
+            // too, this keeps the whole rule.
+            Ok(v) if v > 0.0 => Ok(v),
+            _ => Err(format!("`{s}` is not `inf` or a number > 0")),
+        },
+    }
+}
+
+/// The library refuses more than MAX_THREADS when a forest is built, but only lowers the
+/// count of a loaded model (`set_n_threads`), so `predict` would take any count; one
+/// parser keeps the same message for every command.
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= mondrian::data::MAX_THREADS => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a thread count from 0 (all cores) to {}",
+            mondrian::data::MAX_THREADS
+        )),
+    }
+}

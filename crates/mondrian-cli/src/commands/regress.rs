@@ -1,0 +1,265 @@
+//! `--task regression`: real-valued targets, predicted with their uncertainty by a
+//! `MondrianForestRegressor`.
+
+use std::time::Instant;
+
+use mondrian::{
+    Calibration, Estimate, HyperSettings, MondrianError, MondrianForestRegressor, PredictionMode,
+    RegressorParams, RelevanceChoice,
+};
+use serde::{Deserialize, Serialize};
+
+use super::forest::{
+    training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, PredictArgs, Task, ThetaArg,
+    TrainArgs,
+};
+use super::{print_features, save_model, timed_training, with_summary, CliError};
+use crate::io::{read_dataset, read_features, Dataset};
+
+/// The regression task.
+pub(crate) struct Regress;
+
+/// What `mondrian train --task regression` saves.
+#[derive(Serialize, Deserialize)]
+struct SavedRegressor {
+    feature_names: Vec<String>,
+    forest: MondrianForestRegressor,
+}
+
+pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
+
+/// The regressor the flags ask for, scaled to the training file's ranges.
+fn params(args: &ForestArgs, train: &Dataset) -> RegressorParams {
+    let defaults = RegressorParams::default();
+    RegressorParams {
+        n_trees: args.trees.unwrap_or(defaults.n_trees),
+        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
+        mode: match args.mode {
+            ModeArg::Exact => PredictionMode::Exact,
+            ModeArg::Quadrature => PredictionMode::ExactQuadrature,
+            ModeArg::Fast => PredictionMode::Fast,
+        },
+        seed: args.seed,
+        n_threads: args.threads,
+        bagging: args.bagging,
+        scaling: training_scaling(train),
+        hyper: HyperSettings {
+            estimate: match args.theta {
+                ThetaArg::Heuristic => Estimate::Heuristic,
+                ThetaArg::MarginalLikelihood => Estimate::MarginalLikelihood,
+            },
+            ..Default::default()
+        },
+        feature_weights: args.feature_weights.clone(),
+        calibration: match args.calibration {
+            Some(CalibrationArg::Cv) => Calibration::Cv,
+            Some(CalibrationArg::None) | None => Calibration::None,
+        },
+    }
+}
+
+/// Trains by batch `fit`, or point by point with `--online`.
+fn train_forest(
+    args: &ForestArgs,
+    train: &Dataset,
+) -> Result<(MondrianForestRegressor, f64, Option<RelevanceChoice>), CliError> {
+    let mut params = params(args, train);
+    let d = train.n_features;
+    let (x, y) = (&train.x, &train.labels);
+    // As for the classifier: weights from the whole file, like the ranges.
+    let mut choice = None;
+    let mut pits = None;
+    if args.online {
+        let learnt =
+            MondrianForestRegressor::new(params.clone())?.learn_feature_weights(x, d, y)?;
+        (params.feature_weights, choice) = learnt;
+        // And the calibration a batch fit would compute, then the stream keeps it.
+        if params.calibration == Calibration::Cv {
+            params.calibration = Calibration::None;
+            pits =
+                Some(MondrianForestRegressor::new(params.clone())?.cross_validated_pits(x, d, y)?);
+        }
+    }
+    let mut forest = MondrianForestRegressor::new(params)?;
+    let secs = timed_training(
+        args.online,
+        train.n_rows(),
+        "fitting regression trees",
+        |row| match row {
+            // Name the file's row, not the row within a one-row call.
+            Some(i) => forest
+                .partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i])
+                .map_err(|e| match e {
+                    MondrianError::TargetOverflow { value, max, .. } => {
+                        MondrianError::TargetOverflow { row: i, value, max }
+                    }
+                    other => other,
+                }),
+            None => forest.fit(x, d, y),
+        },
+    )?;
+    if pits.is_some() {
+        forest.set_calibration(pits)?;
+    }
+    let choice = choice.or_else(|| forest.relevance_choice().cloned());
+    Ok((forest, secs, choice))
+}
+
+impl Task for Regress {
+    fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
+        let data = read_dataset(&args.train, None)?;
+        let (forest, secs, _) = train_forest(&args.forest, &data)?;
+        let saved = SavedRegressor {
+            feature_names: data.feature_names.clone(),
+            forest,
+        };
+        save_model(&saved, SAVED_KIND, &args.model)?;
+        let s = saved.forest.summary();
+        eprintln!(
+            "trained {} regression trees on {} rows × {} features in {secs:.2}s; {} nodes, saved to {}",
+            s.n_trees,
+            data.n_rows(),
+            data.n_features,
+            s.n_nodes,
+            args.model.display()
+        );
+        Ok(())
+    }
+
+    fn eval(&self, args: &EvalArgs) -> Result<(), CliError> {
+        let train_set = read_dataset(&args.train, None)?;
+        // Read at the training file's width, or refused naming the line.
+        let test_set = read_dataset(&args.test, Some(train_set.n_features))?;
+        let (forest, train_seconds, choice) = train_forest(&args.forest, &train_set)?;
+        let d = test_set.n_features;
+        let start = Instant::now();
+        let p = forest.predict(&test_set.x, d)?;
+        let log_p = forest.log_density(&test_set.x, d, &test_set.labels)?;
+        let predict_seconds = start.elapsed().as_secs_f64();
+        let y = &test_set.labels;
+        let n = y.len() as f64;
+        let rmse = (p
+            .mean
+            .iter()
+            .zip(y)
+            .map(|(m, v)| (m - v).powi(2))
+            .sum::<f64>()
+            / n)
+            .sqrt();
+        let nlpd = -log_p.iter().sum::<f64>() / n;
+        let inside = |(lo, hi): (Vec<f64>, Vec<f64>)| {
+            y.iter()
+                .zip(lo.iter().zip(&hi))
+                .filter(|(v, (l, h))| **v >= **l && **v <= **h)
+                .count() as f64
+                / n
+        };
+        // Intervals from the forest's full predictive mixture (its quantiles), and from its
+        // Gaussian moment match as the thesis' calibration table uses.
+        let coverage = |level: f64| -> Result<f64, CliError> {
+            Ok(inside(forest.mixture_interval(&test_set.x, d, level)?))
+        };
+        let coverage_gaussian =
+            |level: f64| -> Result<f64, CliError> { Ok(inside(p.interval(level)?)) };
+        let coverage_90 = coverage(0.9)?;
+        let coverage_90_gaussian = coverage_gaussian(0.9)?;
+        let s = forest.summary();
+        let theta = forest.theta().ok_or(MondrianError::NotFitted)?;
+        if args.json {
+            let calibration = |cover: &dyn Fn(f64) -> Result<f64, CliError>| {
+                (1..=9)
+                    .map(|z| cover(z as f64 / 10.0).map(|c| c - z as f64 / 10.0))
+                    .collect::<Result<Vec<f64>, _>>()
+            };
+            let (cal_mixture, cal_gaussian) =
+                (calibration(&coverage)?, calibration(&coverage_gaussian)?);
+            let out = serde_json::json!({
+                "rmse": rmse,
+                "nlpd": nlpd,
+                "coverage_90": coverage_90,
+                "coverage_90_gaussian": coverage_90_gaussian,
+                "calibration": cal_mixture,
+                "calibration_gaussian": cal_gaussian,
+                "train_seconds": train_seconds,
+                "predict_seconds": predict_seconds,
+                "n_train": train_set.n_rows(),
+                "n_test": test_set.n_rows(),
+                "n_features": d,
+                "trees": forest.params().n_trees,
+                "min_samples_split": forest.params().min_samples_split,
+                "mode": format!("{:?}", forest.params().mode),
+                "theta_estimate": format!("{:?}", forest.params().hyper.estimate),
+                "feature_weights": forest.feature_weights(),
+                "relevance_choice": choice,
+                "interval_probabilities_90": forest.interval_probabilities(0.9)?,
+                "calibration_pits": forest.calibration().map(<[f64]>::len),
+                "feature_importances": forest.feature_importances(),
+                "mu_h": theta.mu_h,
+                "gamma1": theta.gamma1,
+                "gamma2": theta.gamma2,
+                "noise_var": theta.noise_var,
+                "seed": args.forest.seed,
+                "online": args.forest.online,
+                "threads": args.forest.threads,
+            });
+            println!("{}", with_summary(out, &s));
+        } else {
+            println!(
+                "rmse {rmse:.4}  nlpd {nlpd:.4}  coverage(90%) {coverage_90:.3} (gaussian {coverage_90_gaussian:.3})  train {train_seconds:.2}s ({})  predict {predict_seconds:.2}s  n_train {}  n_test {}  trees {}",
+                if args.forest.online { "online" } else { "batch" },
+                train_set.n_rows(),
+                test_set.n_rows(),
+                forest.params().n_trees,
+            );
+            if let Some(pits) = forest.calibration() {
+                let (lo, hi) = forest.interval_probabilities(0.9)?;
+                println!(
+                    "intervals recalibrated from {} cross-validated PITs: the 90% interval runs \
+                     between the mixture's {lo:.3} and {hi:.3} quantiles",
+                    pits.len()
+                );
+            }
+            print_features(
+                &train_set.feature_names,
+                forest.feature_weights(),
+                &forest.feature_importances(),
+                choice.as_ref(),
+            );
+        }
+        Ok(())
+    }
+
+    /// `mean,std` per row, with `--interval L` also the central interval at level `L`.
+    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError> {
+        if args.proba {
+            return Err(CliError::Usage(format!(
+                "--proba needs a classification model, but {} holds a regression model \
+                 (it predicts mean,std; add --interval L for intervals)",
+                args.model.display()
+            )));
+        }
+        let mut saved: SavedRegressor = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
+        saved.forest.set_n_threads(args.threads);
+        let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
+        let data = read_features(&args.input, d)?;
+        let p = saved.forest.predict(&data.x, d)?;
+        let std = p.std();
+        let mut text = String::from("mean,std");
+        let bounds = match args.interval {
+            Some(level) => {
+                text.push_str(",lower,upper");
+                Some(saved.forest.mixture_interval(&data.x, d, level)?)
+            }
+            None => None,
+        };
+        text.push('\n');
+        for i in 0..p.mean.len() {
+            text.push_str(&format!("{:.9},{:.9}", p.mean[i], std[i]));
+            if let Some((lo, hi)) = &bounds {
+                text.push_str(&format!(",{:.9},{:.9}", lo[i], hi[i]));
+            }
+            text.push('\n');
+        }
+        Ok(text)
+    }
+}
