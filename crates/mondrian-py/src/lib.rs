@@ -181,6 +181,7 @@ impl ClassifierCore {
             n_classes,
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
+            window: None,
         };
         Ok(Self::wrap(
             MondrianForestClassifier::new(params).map_err(py_err)?,
@@ -341,6 +342,7 @@ impl RegressorCore {
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
             calibration,
+            window: None,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,

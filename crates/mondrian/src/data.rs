@@ -242,6 +242,22 @@ pub(crate) fn validate_sizes(n_trees: usize, n_threads: usize) -> Result<()> {
     }
     Ok(())
 }
+/// Most points a sliding window keeps: the store names points by `u32` slots.
+pub const MAX_WINDOW: usize = u32::MAX as usize - 1;
+/// Checks a sliding window: `None` (keep every point) or 1 to [`MAX_WINDOW`] points.
+pub(crate) fn validate_window(window: Option<usize>) -> Result<()> {
+    match window {
+        Some(0) => Err(MondrianError::InvalidParameter {
+            name: "window",
+            reason: "must be at least 1 point (or none, to keep every point)".into(),
+        }),
+        Some(w) if w > MAX_WINDOW => Err(MondrianError::InvalidParameter {
+            name: "window",
+            reason: format!("{w} is more than {MAX_WINDOW}"),
+        }),
+        _ => Ok(()),
+    }
+}
 /// Largest |target| a regressor trains on: its Gaussian statistics hold squares and
 /// products of variances (≈ y⁴), which stay finite below this with a wide margin.
 pub const MAX_TARGET: f64 = 1e60;

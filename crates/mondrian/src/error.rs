@@ -93,6 +93,17 @@ pub enum MondrianError {
         /// Declared number of classes.
         n_classes: usize,
     },
+    /// `forget` named a point the model does not hold.
+    #[error(
+        "point {id} is not in the model: training points are numbered by arrival from 0 \
+         ({seen} so far), and a point forgotten, named twice, or out of the window is gone"
+    )]
+    UnknownPoint {
+        /// The id asked for.
+        id: u64,
+        /// Rows given to training so far (ids run from 0 below this).
+        seen: u64,
+    },
     /// Prediction was asked of a model that has not seen any data.
     #[error("the model has not been fitted yet")]
     NotFitted,

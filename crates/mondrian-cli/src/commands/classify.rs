@@ -126,6 +126,7 @@ pub(crate) fn params(args: &ForestArgs, train: &Dataset, n_classes: usize) -> Cl
         n_classes: Some(n_classes),
         scaling: training_scaling(train),
         feature_weights: args.feature_weights.clone(),
+        window: None,
     }
 }
 

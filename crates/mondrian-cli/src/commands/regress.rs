@@ -55,6 +55,7 @@ fn params(args: &ForestArgs, train: &Dataset) -> RegressorParams {
             Some(CalibrationArg::Cv) => Calibration::Cv,
             Some(CalibrationArg::None) | None => Calibration::None,
         },
+        window: None,
     }
 }
 

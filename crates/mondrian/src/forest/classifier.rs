@@ -2,9 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
-};
+use super::{split_relevance, Forest, ForestSummary, Growth, Pool};
 use crate::data::{
     validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
     MAX_THREADS, RELEVANCE_CV_POWERS,
@@ -50,6 +48,10 @@ pub struct ClassifierParams {
     /// Per-feature stretch after the scaling, fixed by the first training call;
     /// [`FeatureWeights::Relevance`] learns it from a pilot forest (n·Gini removed).
     pub feature_weights: FeatureWeights,
+    /// Keep only the last `window` training points (a sliding window): older points are
+    /// deleted exactly as newer ones arrive, so the forest is distributed as a batch forest
+    /// on the last `window` points and its memory is bounded by them. `None` keeps all.
+    pub window: Option<usize>,
 }
 
 impl Default for ClassifierParams {
@@ -67,6 +69,7 @@ impl Default for ClassifierParams {
             n_classes: None,
             scaling: Scaling::FirstBatch,
             feature_weights: FeatureWeights::Uniform,
+            window: None,
         }
     }
 }
@@ -81,9 +84,13 @@ impl ClassifierParams {
             })
         };
         validate_sizes(self.n_trees, self.n_threads)?;
-        if self.lifetime.is_nan() || self.lifetime < 0.0 {
-            return bad("lifetime", "must be ≥ 0 (or infinite)");
+        if self.lifetime.is_nan() || self.lifetime <= 0.0 {
+            return bad("lifetime", "must be > 0 (or infinite)");
         }
+        if self.min_samples_split == 0 {
+            return bad("min_samples_split", "must be at least 1");
+        }
+        crate::data::validate_window(self.window)?;
         if !self.discount_factor.is_finite() || self.discount_factor < 0.0 {
             return bad("discount_factor", "must be finite and ≥ 0");
         }
@@ -110,7 +117,13 @@ impl ClassifierParams {
 ///
 /// The forest keeps every training point (scaled, as `f32`) because a paused leaf is
 /// re-sampled from its points when it un-pauses: memory is O(N·D) for the points plus
-/// O(nodes · (D + K)) for the trees.
+/// O(nodes · (D + K)) for the trees, with N the points held. With a
+/// [`window`](ClassifierParams::window) of W points, N ≤ W and every tree has fewer than 2W
+/// nodes, whatever the length of the stream.
+///
+/// [`forget`](Self::forget) removes given training points: the model is then as if it had
+/// never seen them (each tree is distributed as one grown on the other points; the deletion
+/// is exact, not an approximation), which serves data-removal requests.
 ///
 /// ```
 /// use mondrian::{ClassifierParams, MondrianForestClassifier};
@@ -130,11 +143,8 @@ impl ClassifierParams {
 pub struct MondrianForestClassifier {
     params: ClassifierParams,
     n_classes: usize,
-    /// Scaled training points and their class indices, with the frozen scaling.
-    store: PointStore<u32>,
-    trees: Vec<TreeUnit<LabelCounts>>,
-    #[serde(skip)]
-    pool: Pool,
+    /// The trees, the scaled training points with their class indices, the pool.
+    forest: Forest<LabelCounts>,
 }
 
 /// The stored fields of a classifier. Decoding checks them (see `check_decoded`), so a
@@ -144,20 +154,19 @@ pub struct MondrianForestClassifier {
 struct ClassifierState {
     params: ClassifierParams,
     n_classes: usize,
-    store: PointStore<u32>,
-    trees: Vec<TreeUnit<LabelCounts>>,
+    forest: Forest<LabelCounts>,
 }
 
 impl TryFrom<ClassifierState> for MondrianForestClassifier {
     type Error = super::DecodeError;
 
     fn try_from(s: ClassifierState) -> std::result::Result<Self, Self::Error> {
+        let mut forest = s.forest;
+        forest.pool = Pool::new(s.params.n_threads);
         let model = MondrianForestClassifier {
-            pool: Pool::new(s.params.n_threads),
             params: s.params,
             n_classes: s.n_classes,
-            store: s.store,
-            trees: s.trees,
+            forest,
         };
         model.check_decoded()?;
         Ok(model)
@@ -172,13 +181,10 @@ impl MondrianForestClassifier {
     /// An untrained forest.
     pub fn new(params: ClassifierParams) -> Result<Self> {
         params.validate()?;
-        let pool = Pool::new(params.n_threads);
         Ok(MondrianForestClassifier {
             n_classes: params.n_classes.unwrap_or(0),
+            forest: Forest::new(params.n_threads),
             params,
-            store: PointStore::new(),
-            trees: Vec::new(),
-            pool,
         })
     }
 
@@ -188,21 +194,32 @@ impl MondrianForestClassifier {
     }
     /// Number of features, once fitted.
     pub fn n_features(&self) -> Option<usize> {
-        self.store.n_features
+        self.forest.store.n_features
     }
     /// Number of classes K (columns of [`predict_proba`](Self::predict_proba)).
     pub fn n_classes(&self) -> usize {
         self.n_classes
     }
-    /// Number of training points absorbed so far.
+    /// Number of training rows given so far (since the last `fit`), kept or not.
     pub fn n_samples_seen(&self) -> usize {
-        self.store.len()
+        self.forest.store.seen() as usize
+    }
+    /// Number of training points the forest holds: those seen, less those forgotten or
+    /// out of the window.
+    pub fn n_points(&self) -> usize {
+        self.forest.store.len()
+    }
+    /// The ids of the points held, oldest first: each point's arrival index among the
+    /// training rows given since the last `fit` (the ids [`forget`](Self::forget) takes).
+    pub fn point_ids(&self) -> Vec<u64> {
+        self.forest.store.live_ids().collect()
     }
     /// The discount rate γ = discount_factor × D, with D the linear dimension of the unit
     /// box in the trees' space (Σ_d w_d under feature weights; the number of features
     /// without them).
     pub fn gamma(&self) -> f64 {
         let extent = self
+            .forest
             .store
             .scaler
             .as_ref()
@@ -211,14 +228,14 @@ impl MondrianForestClassifier {
     }
     /// The frozen feature scaler, once fitted.
     pub fn scaler(&self) -> Option<&FeatureScaler> {
-        self.store.scaler.as_ref()
+        self.forest.store.scaler.as_ref()
     }
     /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
     /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
     pub fn set_n_threads(&mut self, n_threads: usize) {
         let n_threads = n_threads.min(MAX_THREADS);
         self.params.n_threads = n_threads;
-        self.pool = Pool::new(n_threads);
+        self.forest.pool = Pool::new(n_threads);
     }
     /// Changes the branch-off counts used in prediction; the trees are unaffected.
     pub fn set_branch_counts(&mut self, branch_counts: BranchCounts) {
@@ -236,11 +253,11 @@ impl MondrianForestClassifier {
     /// Tree `index` with its label counts and the scaled training points, for inspection
     /// and tests.
     pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &LabelCounts)> {
-        self.trees.get(index).map(|u| (&u.tree, &u.stats))
+        self.forest.trees.get(index).map(|u| (&u.tree, &u.stats))
     }
     /// The scaled training points the trees index into.
     pub fn training_points(&self) -> TrainingPoints<'_, u32> {
-        self.store.data()
+        self.forest.store.data()
     }
 
     fn check_labels(&self, labels: &[usize], n_rows: usize) -> Result<usize> {
@@ -286,10 +303,10 @@ impl MondrianForestClassifier {
         let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
         let k = fresh.check_labels(y, rows.n_rows())?;
         fresh.initialise(&rows, k, y)?;
-        fresh.append(&rows, y)?;
-        fresh.pool = std::mem::take(&mut self.pool);
+        let scaled = fresh.forest.store.scale(&rows)?;
+        fresh.forest.pool = std::mem::take(&mut self.forest.pool);
         *self = fresh;
-        self.grow_trees(0);
+        self.learn(&scaled, y);
         Ok(())
     }
 
@@ -313,43 +330,59 @@ impl MondrianForestClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<()> {
-        let rows = self.store.rows(x, n_features)?;
+        let rows = self.forest.store.rows(x, n_features)?;
         if rows.n_rows() == 0 {
             return Ok(());
         }
         let k = self.check_labels(y, rows.n_rows())?;
         // Every check runs before the model changes: a refused batch leaves it untouched.
-        if self.store.n_features.is_none() {
+        let scaled = if self.forest.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
             fresh.initialise(&rows, k, y)?;
-            fresh.append(&rows, y)?;
-            fresh.pool = std::mem::take(&mut self.pool);
+            let scaled = fresh.forest.store.scale(&rows)?;
+            fresh.forest.pool = std::mem::take(&mut self.forest.pool);
             *self = fresh;
+            scaled
         } else {
-            let scaled = self.store.scale(&rows)?;
+            let scaled = self.forest.store.scale(&rows)?;
             if k > self.n_classes {
                 self.n_classes = k;
-                for unit in &mut self.trees {
+                for unit in &mut self.forest.trees {
                     unit.stats.grow_classes(k);
                 }
             }
-            self.store.push(scaled, y.iter().map(|&k| k as u32));
-        }
-        self.grow_trees(self.store.len() - rows.n_rows());
+            scaled
+        };
+        self.learn(&scaled, y);
         Ok(())
     }
 
-    /// Trains every tree on the stored points from `start` on ([`grow_trees`]).
-    fn grow_trees(&mut self, start: usize) {
-        let data = self.store.data();
-        grow_trees(
-            &mut self.trees,
-            &data,
-            start,
-            self.params.seed,
-            self.params.bagging,
-            &self.pool,
-        );
+    /// Removes the training points with these ids (their arrival indices among the rows
+    /// given since the last `fit`, as [`point_ids`](Self::point_ids) lists them) from every
+    /// tree. The model is then as if it had never seen them: each tree is distributed as a
+    /// tree grown on the remaining points (exact deletion, spec `mondrian-polya-forest.md`
+    /// §7.3), and no trace of the points is kept. An id the model does not hold (never
+    /// given, already forgotten, out of the window, or named twice) is an error, and the
+    /// model is then unchanged.
+    pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        let growth = self.growth();
+        self.forest.forget(ids, growth).map(drop)
+    }
+
+    /// How the forest takes points.
+    fn growth(&self) -> Growth {
+        Growth {
+            seed: self.params.seed,
+            bagging: self.params.bagging,
+            window: self.params.window,
+        }
+    }
+
+    /// Takes scaled rows and their labels into the forest.
+    fn learn(&mut self, scaled: &[crate::process::Feature], y: &[usize]) {
+        let labels: Vec<u32> = y.iter().map(|&k| k as u32).collect();
+        let growth = self.growth();
+        self.forest.learn(scaled, &labels, growth);
     }
 
     fn initialise<T: FeatureValue>(
@@ -358,22 +391,20 @@ impl MondrianForestClassifier {
         n_classes: usize,
         y: &[usize],
     ) -> Result<()> {
-        let d = rows.n_features();
-        self.store.start(rows, &self.params.scaling)?;
+        self.forest.store.start(rows, &self.params.scaling)?;
         let (weights, choice) = self.initial_weights(rows, y)?;
         if let Some(w) = weights {
-            self.store.reweight(&w)?;
+            self.forest.store.reweight(&w)?;
         }
-        self.store.relevance = choice;
+        self.forest.store.relevance = choice;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
             pause_on_pure: self.params.pause_on_pure,
             min_samples_split: self.params.min_samples_split,
         };
         let k = self.n_classes;
-        self.trees = new_trees(
+        self.forest.plant(
             self.params.n_trees,
-            d,
             self.params.lifetime,
             pause,
             self.params.seed,
@@ -390,68 +421,67 @@ impl MondrianForestClassifier {
     /// often it is cut).
     pub fn split_scores(&self) -> Vec<f64> {
         let k = self.n_classes;
-        let targets = &self.store.targets;
-        split_relevance(&self.trees, self.store.n_features.unwrap_or(0), |u| {
-            let tree = &u.tree;
-            let mut impurity = vec![0.0; tree.n_nodes()];
-            let Some(root) = tree.root() else {
-                return impurity;
-            };
-            // Reversed preorder visits both subtrees of a node before the node, right one
-            // first, so the counts of finished subtrees form a stack (K values each, at
-            // most depth + 1 of them): a node merges the top two.
-            let mut stack: Vec<f64> = Vec::new();
-            for j in tree.subtree_preorder(root).into_iter().rev() {
-                let top = stack.len();
-                if tree.children(j).is_some() {
-                    let (rest, left) = stack.split_at_mut(top - k);
-                    for (r, l) in rest[top - 2 * k..].iter_mut().zip(left.iter()) {
-                        *r += *l;
+        let targets = &self.forest.store.targets;
+        split_relevance(
+            &self.forest.trees,
+            self.forest.store.n_features.unwrap_or(0),
+            |u| {
+                let tree = &u.tree;
+                let mut impurity = vec![0.0; tree.n_nodes()];
+                let Some(root) = tree.root() else {
+                    return impurity;
+                };
+                // Reversed preorder visits both subtrees of a node before the node, right one
+                // first, so the counts of finished subtrees form a stack (K values each, at
+                // most depth + 1 of them): a node merges the top two.
+                let mut stack: Vec<f64> = Vec::new();
+                for j in tree.subtree_preorder(root).into_iter().rev() {
+                    let top = stack.len();
+                    if tree.children(j).is_some() {
+                        let (rest, left) = stack.split_at_mut(top - k);
+                        for (r, l) in rest[top - 2 * k..].iter_mut().zip(left.iter()) {
+                            *r += *l;
+                        }
+                        stack.truncate(top - k);
+                    } else {
+                        stack.resize(top + k, 0.0);
+                        for &i in tree.leaf_points(j) {
+                            stack[top + targets[i as usize] as usize] += 1.0;
+                        }
                     }
-                    stack.truncate(top - k);
-                } else {
-                    stack.resize(top + k, 0.0);
-                    for &i in tree.leaf_points(j) {
-                        stack[top + targets[i as usize] as usize] += 1.0;
+                    let c = &stack[stack.len() - k..];
+                    let n: f64 = c.iter().sum();
+                    if n > 0.0 {
+                        impurity[j as usize] = n - c.iter().map(|v| v * v).sum::<f64>() / n;
                     }
                 }
-                let c = &stack[stack.len() - k..];
-                let n: f64 = c.iter().sum();
-                if n > 0.0 {
-                    impurity[j as usize] = n - c.iter().map(|v| v * v).sum::<f64>() / n;
-                }
-            }
-            impurity
-        })
-    }
-
-    fn append<T: FeatureValue>(&mut self, rows: &Rows<T>, y: &[usize]) -> Result<()> {
-        let scaled = self.store.scale(rows)?;
-        self.store.push(scaled, y.iter().map(|&k| k as u32));
-        Ok(())
+                impurity
+            },
+        )
     }
 
     /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
     /// trees of each tree's predictive with branch-off. Any x ∈ R^D is allowed.
     pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        if self.store.scaler.is_none() {
+        if self.forest.store.scaler.is_none() {
             return Err(MondrianError::NotFitted);
         }
-        let rows = self.store.rows(x, n_features)?;
-        let scaled = self.store.scale(&rows)?;
+        let rows = self.forest.store.rows(x, n_features)?;
+        let scaled = self.forest.store.scale(&rows)?;
         let k = self.n_classes;
         let mut out = vec![0.0; rows.n_rows() * k];
         let model = LabelModel {
             gamma: self.gamma(),
             branch_counts: self.params.branch_counts,
         };
-        let trees = &self.trees;
-        let features = self.store.data().features;
+        let trees = &self.forest.trees;
+        let features = self.forest.store.data().features;
         let scale = 1.0 / trees.len() as f64;
         let block = self
+            .forest
             .pool
             .prediction_block_rows(rows.n_rows(), k * std::mem::size_of::<f64>());
-        self.pool.for_each_block(
+        self.forest.pool.for_each_block(
             &mut out,
             block * k,
             &scaled,
@@ -511,22 +541,20 @@ impl MondrianForestClassifier {
 
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
-        summarize(&self.trees, self.store.bytes())
+        self.forest.summary()
     }
 
     /// Checks a decoded model.
     fn check_decoded(&self) -> Result<()> {
         let bad = |m: &str| Err(MondrianError::CorruptModel(m.to_string()));
         self.params.validate()?;
-        self.store.check()?;
-        let d = self.store.n_features.unwrap_or(0);
         if self.params.n_classes.is_some_and(|k| k != self.n_classes)
             || self.n_classes > u32::MAX as usize
-            || self.trees.len() != self.store.n_features.map_or(0, |_| self.params.n_trees)
         {
-            return bad("the class or tree count does not match the parameters");
+            return bad("the class count does not match the parameters");
         }
         if self
+            .forest
             .store
             .targets
             .iter()
@@ -535,12 +563,9 @@ impl MondrianForestClassifier {
             return bad("a stored label exceeds the class count");
         }
         let k = self.n_classes;
-        super::check_decoded_trees(
-            &self.trees,
-            d,
-            self.params.lifetime,
-            self.store.len(),
-            |stats, tree| stats.check_decoded(tree.n_nodes(), k),
-        )
+        self.forest
+            .check_decoded(self.params.n_trees, self.params.lifetime, |stats, tree| {
+                stats.check_decoded(tree.n_nodes(), k)
+            })
     }
 }

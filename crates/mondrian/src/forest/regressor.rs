@@ -4,9 +4,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    grow_trees, new_trees, split_relevance, summarize, ForestSummary, PointStore, Pool, TreeUnit,
-};
+use super::{split_relevance, Forest, ForestSummary, Growth, PointStore, Pool};
 use crate::data::{
     validate_sizes, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling, MAX_TARGET,
     MAX_THREADS, RELEVANCE_CV_POWERS,
@@ -47,6 +45,9 @@ pub struct RegressorParams {
     /// Whether the first training call recalibrates the prediction intervals by
     /// cross-validation ([`Calibration::Cv`]).
     pub calibration: Calibration,
+    /// Keep only the last `window` training points (a sliding window), as
+    /// [`ClassifierParams::window`](crate::ClassifierParams::window) does. `None` keeps all.
+    pub window: Option<usize>,
 }
 
 /// How [`MondrianForestRegressor::mixture_interval`] turns a level into quantiles of the
@@ -104,6 +105,7 @@ impl Default for RegressorParams {
             scaling: Scaling::FirstBatch,
             feature_weights: FeatureWeights::Uniform,
             calibration: Calibration::None,
+            window: None,
         }
     }
 }
@@ -118,6 +120,7 @@ impl RegressorParams {
                 reason: "must be at least 1".into(),
             });
         }
+        crate::data::validate_window(self.window)?;
         if let Scaling::Ranges(r) = &self.scaling {
             crate::data::FeatureScaler::from_ranges(r)?;
         }
@@ -187,10 +190,13 @@ impl RegressionPrediction {
 #[serde(try_from = "RegressorState")]
 pub struct MondrianForestRegressor {
     params: RegressorParams,
-    store: PointStore<f64>,
-    /// Moments of every training label (each once, whatever the bagging weights).
+    /// The trees, the scaled training points with their targets, the pool.
+    forest: Forest<TargetMoments>,
+    /// Moments of the labels of the points held (each once, whatever the bagging weights).
     labels: Moments,
-    trees: Vec<TreeUnit<TargetMoments>>,
+    /// Labels taken out of `labels` by the inverse update since it was last summed afresh.
+    #[serde(skip)]
+    labels_released: usize,
     /// Sorted PITs of held-out rows that recalibrate the intervals ([`Calibration`]).
     calibration: Option<Vec<f64>>,
     /// θ from the heuristic, refreshed after each training call.
@@ -199,8 +205,6 @@ pub struct MondrianForestRegressor {
     /// Exact mode: each tree's upward messages under θ.
     #[serde(skip)]
     messages: Vec<Vec<Upward>>,
-    #[serde(skip)]
-    pool: Pool,
 }
 
 /// The stored fields of a regressor; they are checked and θ and the messages derived again
@@ -209,9 +213,8 @@ pub struct MondrianForestRegressor {
 #[derive(Deserialize)]
 struct RegressorState {
     params: RegressorParams,
-    store: PointStore<f64>,
+    forest: Forest<TargetMoments>,
     labels: Moments,
-    trees: Vec<TreeUnit<TargetMoments>>,
     calibration: Option<Vec<f64>>,
 }
 
@@ -219,12 +222,13 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
     type Error = super::DecodeError;
 
     fn try_from(s: RegressorState) -> std::result::Result<Self, Self::Error> {
+        let mut forest = s.forest;
+        forest.pool = Pool::new(s.params.n_threads);
         let mut model = MondrianForestRegressor {
-            pool: Pool::new(s.params.n_threads),
             params: s.params,
-            store: s.store,
+            forest,
             labels: s.labels,
-            trees: s.trees,
+            labels_released: 0,
             calibration: s.calibration,
             theta: None,
             messages: Vec::new(),
@@ -252,10 +256,9 @@ impl MondrianForestRegressor {
     pub fn new(params: RegressorParams) -> Result<Self> {
         params.validate()?;
         RegressorState {
+            forest: Forest::new(params.n_threads),
             params,
-            store: PointStore::new(),
             labels: Moments::default(),
-            trees: Vec::new(),
             calibration: None,
         }
         .try_into()
@@ -268,11 +271,58 @@ impl MondrianForestRegressor {
     }
     /// Number of features, once trained.
     pub fn n_features(&self) -> Option<usize> {
-        self.store.n_features
+        self.forest.store.n_features
     }
-    /// Training points absorbed so far.
+    /// Number of training rows given so far (since the last `fit`), kept or not.
     pub fn n_samples_seen(&self) -> usize {
-        self.store.len()
+        self.forest.store.seen() as usize
+    }
+    /// Number of training points the forest holds: those seen, less those forgotten or
+    /// out of the window.
+    pub fn n_points(&self) -> usize {
+        self.forest.store.len()
+    }
+    /// The ids of the points held, oldest first (the ids [`forget`](Self::forget) takes).
+    pub fn point_ids(&self) -> Vec<u64> {
+        self.forest.store.live_ids().collect()
+    }
+
+    /// Removes the training points with these ids from every tree; the model is then as
+    /// if it had never seen them, as for
+    /// [`MondrianForestClassifier::forget`](crate::MondrianForestClassifier::forget). θ and
+    /// the messages are derived again from the points that remain. An id the model does
+    /// not hold is an error, and the model is then unchanged.
+    pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        let gone = self.forest.forget(ids, self.growth())?;
+        self.release_labels(&gone);
+        self.refresh();
+        Ok(())
+    }
+
+    /// How the forest takes points.
+    fn growth(&self) -> Growth {
+        Growth {
+            seed: self.params.seed,
+            bagging: self.params.bagging,
+            window: self.params.window,
+        }
+    }
+
+    /// Takes the targets of points that left out of the label moments: by the inverse
+    /// update, summed afresh from the points held once as many have left as are held, so
+    /// that an endless window cannot drift (amortised O(1) per point).
+    fn release_labels(&mut self, gone: &[f64]) {
+        for &y in gone {
+            self.labels.remove(y, 1.0);
+        }
+        self.labels_released += gone.len();
+        if self.labels_released > self.forest.store.len() {
+            self.labels = Moments::default();
+            for y in self.forest.store.live_targets() {
+                self.labels.push(y, 1.0);
+            }
+            self.labels_released = 0;
+        }
     }
     /// θ in use (after training).
     pub fn theta(&self) -> Option<Theta> {
@@ -280,18 +330,18 @@ impl MondrianForestRegressor {
     }
     /// Tree `index` with its label moments.
     pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &TargetMoments)> {
-        self.trees.get(index).map(|u| (&u.tree, &u.stats))
+        self.forest.trees.get(index).map(|u| (&u.tree, &u.stats))
     }
     /// The scaled training points the trees index into.
     pub fn training_points(&self) -> TrainingPoints<'_, f64> {
-        self.store.data()
+        self.forest.store.data()
     }
     /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
     /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
     pub fn set_n_threads(&mut self, n_threads: usize) {
         let n_threads = n_threads.min(MAX_THREADS);
         self.params.n_threads = n_threads;
-        self.pool = Pool::new(n_threads);
+        self.forest.pool = Pool::new(n_threads);
     }
     /// Switches between exact and fast prediction; the trees do not depend on it.
     pub fn set_mode(&mut self, mode: PredictionMode) {
@@ -357,9 +407,9 @@ impl MondrianForestRegressor {
         y: &[f64],
         fresh: bool,
     ) -> Result<()> {
-        let starting = fresh || self.store.n_features.is_none();
+        let starting = fresh || self.forest.store.n_features.is_none();
         let empty = PointStore::new();
-        let rows = if starting { &empty } else { &self.store }.rows(x, n_features)?;
+        let rows = if starting { &empty } else { &self.forest.store }.rows(x, n_features)?;
         Self::check_training_targets(y, rows.n_rows())?;
         if rows.n_rows() == 0 {
             return match fresh {
@@ -371,7 +421,10 @@ impl MondrianForestRegressor {
             true => Some(self.start_store(&rows, y)?),
             false => None,
         };
-        let scaled = new_store.as_ref().unwrap_or(&self.store).scale(&rows)?;
+        let scaled = new_store
+            .as_ref()
+            .unwrap_or(&self.forest.store)
+            .scale(&rows)?;
         let pits = match (&new_store, self.params.calibration) {
             (Some(store), Calibration::Cv) => {
                 // The folds' forests see the weights this call fixes, not a fresh learning.
@@ -386,25 +439,20 @@ impl MondrianForestRegressor {
             _ => None,
         };
         if let Some(store) = new_store {
-            self.store = store;
+            let pool = std::mem::take(&mut self.forest.pool);
+            self.forest = Forest::new(self.params.n_threads);
+            self.forest.pool = pool;
+            self.forest.store = store;
             self.labels = Moments::default();
+            self.labels_released = 0;
             self.calibration = pits;
             self.init_trees();
         }
-        let start = self.store.len();
-        self.store.push(scaled, y.iter().copied());
-        for &v in y {
+        let learned = self.forest.learn(&scaled, y, self.growth());
+        for &v in &y[learned.kept_from..] {
             self.labels.push(v, 1.0);
         }
-        let data = self.store.data();
-        grow_trees(
-            &mut self.trees,
-            &data,
-            start,
-            self.params.seed,
-            self.params.bagging,
-            &self.pool,
-        );
+        self.release_labels(&learned.gone);
         self.refresh();
         Ok(())
     }
@@ -548,22 +596,24 @@ impl MondrianForestRegressor {
     /// before training. The splits ignore the targets, so a feature scores by what random
     /// cuts along it explain (and, under feature weights, by how often it is cut).
     pub fn split_scores(&self) -> Vec<f64> {
-        split_relevance(&self.trees, self.store.n_features.unwrap_or(0), |u| {
-            (0..u.tree.n_nodes() as u32)
-                .map(|j| u.stats.get(j).m2)
-                .collect()
-        })
+        split_relevance(
+            &self.forest.trees,
+            self.forest.store.n_features.unwrap_or(0),
+            |u| {
+                (0..u.tree.n_nodes() as u32)
+                    .map(|j| u.stats.get(j).m2)
+                    .collect()
+            },
+        )
     }
 
     fn init_trees(&mut self) {
-        let d = self.store.n_features.unwrap_or(0);
         let pause = PauseRule {
             pause_on_pure: false,
             min_samples_split: self.params.min_samples_split,
         };
-        self.trees = new_trees(
+        self.forest.plant(
             self.params.n_trees,
-            d,
             f64::INFINITY,
             pause,
             self.params.seed,
@@ -574,16 +624,17 @@ impl MondrianForestRegressor {
     /// Re-estimates θ from the labels (by the heuristic, or by maximising the marginal
     /// likelihood) and, in the exact modes, every tree's upward messages.
     fn refresh(&mut self) {
-        let Some(d) = self.store.n_features else {
+        let Some(d) = self.forest.store.n_features else {
             return;
         };
         let extent = self
+            .forest
             .store
             .scaler
             .as_ref()
             .map_or(d as f64, |s| s.effective_dimension());
         let mut theta = Theta::heuristic_for_extent(self.labels, extent, &self.params.hyper);
-        let trees = &self.trees;
+        let trees = &self.forest.trees;
         let upward = |theta: Theta| -> Vec<Vec<Upward>> {
             let model = GaussianModel {
                 theta,
@@ -597,7 +648,7 @@ impl MondrianForestRegressor {
         if self.params.hyper.theta.is_none()
             && self.params.hyper.estimate == Estimate::MarginalLikelihood
         {
-            theta = self.pool.install(|| {
+            theta = self.forest.pool.install(|| {
                 estimate_theta(theta, |t| {
                     let model = GaussianModel {
                         theta: *t,
@@ -616,7 +667,7 @@ impl MondrianForestRegressor {
         self.theta = Some(theta);
         self.messages = match self.params.mode {
             PredictionMode::Exact | PredictionMode::ExactQuadrature => {
-                self.pool.install(|| upward(theta))
+                self.forest.pool.install(|| upward(theta))
             }
             PredictionMode::Fast => Vec::new(),
         };
@@ -632,23 +683,27 @@ impl MondrianForestRegressor {
         visit: impl Fn(&mut R, &[Component]) + Sync,
     ) -> Result<Vec<R>> {
         let theta = self.theta.ok_or(MondrianError::NotFitted)?;
-        let rows = self.store.rows(x, n_features)?;
-        let scaled = self.store.scale(&rows)?;
+        let rows = self.forest.store.rows(x, n_features)?;
+        let scaled = self.forest.store.scale(&rows)?;
         let model = GaussianModel {
             theta,
             mode: self.params.mode,
         };
         let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
-        let features = self.store.data().features;
+        let features = self.forest.store.data().features;
         let no_messages: Vec<Upward> = Vec::new();
         // Per row: its accumulator and the steps of its path (about 20 on the UCI sets).
         let row_bytes = std::mem::size_of::<R>() + 20 * std::mem::size_of::<PathStep>();
-        let block = self.pool.prediction_block_rows(rows.n_rows(), row_bytes);
-        self.pool
+        let block = self
+            .forest
+            .pool
+            .prediction_block_rows(rows.n_rows(), row_bytes);
+        self.forest
+            .pool
             .for_each_block(&mut out, block, &scaled, block * n_features, |acc, xs| {
                 let mut steps: Vec<Vec<PathStep>> = Vec::new();
                 let mut comps = Vec::new();
-                for (t, unit) in self.trees.iter().enumerate() {
+                for (t, unit) in self.forest.trees.iter().enumerate() {
                     let msgs = self.messages.get(t).unwrap_or(&no_messages);
                     unit.tree.weighed_paths(
                         xs,
@@ -703,7 +758,7 @@ impl MondrianForestRegressor {
     ) -> Result<Vec<f64>> {
         let n_rows = x.len() / n_features.max(1);
         Self::check_targets(y, n_rows)?;
-        let m = self.trees.len() as f64;
+        let m = self.forest.trees.len() as f64;
         let pooled = self.per_row(
             x,
             n_features,
@@ -769,42 +824,33 @@ impl MondrianForestRegressor {
 
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
-        summarize(&self.trees, self.store.bytes())
+        self.forest.summary()
     }
 
     /// Checks a decoded model before anything is derived from it.
     fn check_decoded(&self) -> Result<()> {
         self.params.validate()?;
-        self.store.check()?;
-        let d = self.store.n_features.unwrap_or(0);
-        let targets_ok = self
-            .store
+        let store = &self.forest.store;
+        // The store's own shape first: the label check below walks its slots.
+        store.check()?;
+        let targets_ok = store
             .targets
             .iter()
             .all(|y| y.is_finite() && y.abs() <= MAX_TARGET);
-        let scale = self
-            .store
-            .targets
-            .iter()
-            .fold(0.0f64, |m, y| m.max(y.abs()));
+        let held: Vec<f64> = store.live_targets().collect();
+        let scale = held.iter().fold(0.0f64, |m, y| m.max(y.abs()));
         if !targets_ok
             || !self.labels.is_valid()
-            || !self
-                .labels
-                .agrees_with(&Moments::of(&self.store.targets), scale)
-            || self.trees.len() != self.store.n_features.map_or(0, |_| self.params.n_trees)
+            || !self.labels.agrees_with(&Moments::of(&held), scale)
         {
             return Err(MondrianError::CorruptModel(
-                "the stored targets or the tree count do not match the model".into(),
+                "the stored targets do not match the model".into(),
             ));
         }
-        super::check_decoded_trees(
-            &self.trees,
-            d,
-            f64::INFINITY,
-            self.store.len(),
-            |stats, tree| stats.check_decoded(tree, &self.store.targets),
-        )?;
+        self.forest
+            .check_decoded(self.params.n_trees, f64::INFINITY, |stats, tree| {
+                stats.check_decoded(tree, &store.targets)
+            })?;
         match &self.calibration {
             Some(p) if check_pits(p).is_err() || !p.is_sorted() => {
                 Err(MondrianError::CorruptModel(

@@ -57,6 +57,22 @@ impl Moments {
         self.n = n;
     }
 
+    /// Takes out `weight` copies of `y`, which must have been pushed: the inverse of
+    /// [`push`](Self::push) (`m2` is kept ≥ 0 against rounding; the last copy out leaves
+    /// empty moments).
+    #[inline]
+    pub fn remove(&mut self, y: f64, weight: f64) {
+        let n = self.n - weight;
+        if n <= 0.0 {
+            *self = Moments::default();
+            return;
+        }
+        let mean = (self.n * self.mean - weight * y) / n;
+        self.m2 = (self.m2 - weight * (y - mean) * (y - self.mean)).max(0.0);
+        self.mean = mean;
+        self.n = n;
+    }
+
     /// The moments of the union of two disjoint sets (Chan et al.'s pairwise update).
     pub fn merge(a: Moments, b: Moments) -> Moments {
         if a.n == 0.0 {

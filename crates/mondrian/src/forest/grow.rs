@@ -1,0 +1,196 @@
+//! Growing a forest's trees on new points, in parallel, and letting old ones go: the
+//! roads of spec `mf-classification.md` §2.6 (batch sampling of an empty tree, set
+//! extension of a large batch, interleaved point-by-point insertion), and the deletions of
+//! a sliding window in the same pass.
+
+use rayon::prelude::*;
+
+use super::pool::Pool;
+use super::{helpers, poisson_weight, TreeUnit};
+use crate::tree::{NodeStatistics, TrainingPoints, NO_NODE};
+
+/// Most trees that take a training point with interleaved descents (more descents in
+/// flight overlap more cache misses); a group is also the unit of parallel work, so
+/// [`Pool::tree_group`] sizes groups to spread the trees evenly over the threads.
+pub(super) const TREE_GROUP: usize = 32;
+// Trees of a group are named by a `u8` in the descents' work list.
+const _: () = assert!(TREE_GROUP <= 256);
+/// How many statistics records at the bottom of an insertion's route are prefetched.
+const STATS_AHEAD: usize = 2;
+/// Most new points of one call that [`grow_trees`] gives to the stream helpers
+/// ([`helpers`]) rather than to the pool.
+const STREAM_POINTS: usize = 4;
+/// Fewest trees whose streamed points are shared with the helpers: below, the work of a
+/// point is too small to split.
+const STREAM_MIN_TREES: usize = 16;
+
+/// Mini-batches of at least this many points, and at least as many as the trees already
+/// hold, extend each tree as one set ([`MondrianTree::extend_many`]); the others take the
+/// interleaved per-point road, which is faster where a batch's points part ways high in
+/// the tree (`experiments/benchmarks.md`, "Mini-batches as sets").
+const SET_EXTENSION_MIN: usize = 2;
+
+/// The points one call hands to [`grow_trees`].
+pub(crate) struct Change<'a> {
+    /// Points that leave every tree first (exact deletion), by slot.
+    pub(crate) leaving: &'a [u32],
+    /// New points, (slot, id) in arrival order.
+    pub(crate) arriving: &'a [(u32, u64)],
+    /// Points the trees hold once the leaving ones are gone (a batch at least as large
+    /// goes in as a set).
+    pub(crate) held: usize,
+}
+
+/// Updates every tree, in parallel: the leaving points are deleted from it (spec
+/// `mondrian-polya-forest.md` §7.3), then the arriving ones inserted: an empty tree is
+/// batch-sampled on them ([P] Alg. 1), any other is extended by them as one set
+/// ([`MondrianTree::extend_many`](crate::tree::MondrianTree::extend_many), for a large
+/// batch) or point by point in order (Alg. 3); all give the same distribution (spec §2.6).
+/// With bagging, the point with id `i` counts `poisson_weight(seed, tree, i)` times in
+/// every road. `data` must hold the rows of both.
+pub(crate) fn grow_trees<S>(
+    trees: &mut [TreeUnit<S>],
+    data: &TrainingPoints<S::Target>,
+    change: Change<'_>,
+    seed: u64,
+    bagging: bool,
+    pool: &Pool,
+) where
+    S: NodeStatistics + Send,
+    S::Target: Sync,
+{
+    let Change {
+        leaving,
+        arriving,
+        held,
+    } = change;
+    let weight = move |t: usize, id: u64| {
+        if bagging {
+            poisson_weight(seed, t, id)
+        } else {
+            1
+        }
+    };
+    // The batch as tree `t` sees it: each point repeated by its weight.
+    let multiset = move |t: usize| -> Vec<u32> {
+        arriving
+            .iter()
+            .flat_map(|&(slot, id)| std::iter::repeat_n(slot, weight(t, id) as usize))
+            .collect()
+    };
+    // Trees go in chunks; within a chunk the descents of each point interleave so that
+    // the trees' cache misses overlap (a descent waits on each node it loads).
+    let group = pool.tree_group(trees.len());
+    let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
+        let first_tree = c * group;
+        for unit in chunk.iter_mut().filter(|_| !leaving.is_empty()) {
+            for &slot in leaving {
+                unit.tree.delete(slot, data, &mut unit.stats);
+            }
+        }
+        if arriving.is_empty() {
+            return;
+        }
+        if arriving.len() >= SET_EXTENSION_MIN.max(held) {
+            // A mini-batch at least as large as what the trees hold extends each tree as
+            // one set: the top of the tree is visited once per batch instead of once per
+            // point (same law, spec §2.6). Smaller batches spread over distinct deep paths,
+            // where the per-point road below, with its interleaved descents, is faster.
+            for (t, unit) in chunk.iter_mut().enumerate() {
+                let points = multiset(first_tree + t);
+                unit.tree
+                    .extend_many(points, data, &mut unit.stats, &mut unit.rng);
+            }
+            return;
+        }
+        // An empty tree is batch-sampled on the whole batch and then sits it out.
+        let mut sampled = [false; TREE_GROUP];
+        for (t, unit) in chunk.iter_mut().enumerate() {
+            if unit.tree.root().is_none() {
+                let points = multiset(first_tree + t);
+                unit.tree.fit(points, data, &mut unit.stats, &mut unit.rng);
+                sampled[t] = true;
+            }
+        }
+        let mut weights = [0u32; TREE_GROUP];
+        // The trees whose descent is still going, with the node each stands at; a tree
+        // that reaches its leaf leaves the list, so later rounds visit only trees with work.
+        let mut live = [(0u8, NO_NODE); TREE_GROUP];
+        for &(slot, id) in arriving {
+            let x = data.row(slot);
+            let mut n_live = 0;
+            for (t, unit) in chunk.iter_mut().enumerate() {
+                weights[t] = if sampled[t] {
+                    0
+                } else {
+                    weight(first_tree + t, id)
+                };
+                if weights[t] > 0 {
+                    let root = unit.tree.route_begin();
+                    if root != NO_NODE {
+                        live[n_live] = (t as u8, root);
+                        n_live += 1;
+                    }
+                }
+            }
+            while n_live > 0 {
+                let mut k = 0;
+                while k < n_live {
+                    let (t, node) = live[k];
+                    let unit = &mut chunk[t as usize];
+                    let next = unit.tree.route_advance(node, x, data.features);
+                    if next == NO_NODE {
+                        // The statistics the insertion updates: the leaf's and those of
+                        // the ancestors a new label reaches.
+                        for j in unit.tree.route_tail(STATS_AHEAD) {
+                            unit.stats.prefetch(j);
+                        }
+                        n_live -= 1;
+                        live[k] = live[n_live];
+                    } else {
+                        live[k].1 = next;
+                        k += 1;
+                    }
+                }
+            }
+            for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
+                if w > 0 {
+                    unit.tree
+                        .extend_routed(slot, w, data, &mut unit.stats, &mut unit.rng);
+                }
+            }
+        }
+    };
+    // A point (or a few) of a stream goes to the helpers if there are any and enough
+    // trees to share; without them it stays on this thread, as does work of one group.
+    let streamed = arriving.len() <= STREAM_POINTS;
+    let helpers = match streamed && trees.len() >= STREAM_MIN_TREES {
+        true => pool.helpers(),
+        false => None,
+    };
+    if let Some(helpers) = helpers {
+        // The caller and each helper take an equal share of whole groups.
+        let share = trees.len().div_ceil(group).div_ceil(helpers.shares()) * group;
+        let work = &work;
+        let mut shares: Vec<_> = trees
+            .chunks_mut(share)
+            .enumerate()
+            .map(|(p, part)| {
+                move || {
+                    for (c, chunk) in part.chunks_mut(group).enumerate() {
+                        work((p * share / group + c, chunk));
+                    }
+                }
+            })
+            .collect();
+        let mut jobs: Vec<&mut helpers::Job<'_>> = shares
+            .iter_mut()
+            .map(|share| share as &mut helpers::Job<'_>)
+            .collect();
+        helpers.run(&mut jobs);
+    } else if pool.is_serial() || streamed || trees.len() <= TREE_GROUP {
+        trees.chunks_mut(group).enumerate().for_each(work);
+    } else {
+        pool.install(|| trees.par_chunks_mut(group).enumerate().for_each(work));
+    }
+}

@@ -1,0 +1,440 @@
+//! Relevance feature weights (`FeatureWeights::Relevance` and `RelevanceCv`), shared by
+//! every forest: the impurity its splits remove per feature, the pilot forest behind the
+//! weights and the cross-validation of their power.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::{mix64, TreeUnit};
+use crate::data::{FeatureValue, Rows, RELEVANCE_CV_FOLDS};
+use crate::error::{MondrianError, Result};
+
+/// Feature scores for [`FeatureWeights::Relevance`](crate::data::FeatureWeights): the
+/// impurity each split removes, `I(node) − I(left) − I(right)` clamped at 0, summed by split
+/// dimension over every split of every tree. `impurity(unit)` gives one tree's `I` indexed
+/// by node (squared error for regression, n·Gini for classification).
+pub(crate) fn split_relevance<S>(
+    trees: &[TreeUnit<S>],
+    n_features: usize,
+    impurity: impl Fn(&TreeUnit<S>) -> Vec<f64>,
+) -> Vec<f64> {
+    let mut score = vec![0.0; n_features];
+    for unit in trees {
+        let Some(root) = unit.tree.root() else {
+            continue;
+        };
+        let imp = impurity(unit);
+        for j in unit.tree.subtree_preorder(root) {
+            if let Some((l, r)) = unit.tree.children(j) {
+                let removed = imp[j as usize] - imp[l as usize] - imp[r as usize];
+                score[unit.tree.split_dimension(j)] += removed.max(0.0);
+            }
+        }
+    }
+    score
+}
+
+/// The methods every forest has around feature weights: the relevance pilot (built from
+/// the forest's parameters by `$pilot`), its cross-validated power, `learn_relevance`,
+/// `learn_feature_weights`, `feature_importances` and `feature_weights`. The model supplies
+/// `split_scores`, `cv_params` (its parameters for the cross-validation's forests) and
+/// `held_out_loss`.
+macro_rules! relevance_methods {
+    ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
+        impl $model {
+            /// The weights the first training call fixes on `rows` (`None`: all 1), with
+            /// the cross-validated choice behind them if there was one.
+            fn initial_weights<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+            ) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)> {
+                Ok(match &self.params.feature_weights {
+                    FeatureWeights::Uniform => (None, None),
+                    FeatureWeights::Given(w) => (Some(w.clone()), None),
+                    FeatureWeights::Relevance { power } => {
+                        (Some(self.relevance(rows, y, *power)?), None)
+                    }
+                    FeatureWeights::RelevanceCv => {
+                        let (w, choice) = self.relevance_cv(rows, y)?;
+                        (Some(w), Some(choice))
+                    }
+                })
+            }
+
+            /// A pilot forest with uniform weights grown on the rows; its
+            /// [`split_scores`](Self::split_scores) give the relevance weights.
+            fn pilot<T: FeatureValue>(&self, rows: &Rows<T>, y: &[$target]) -> Result<Self> {
+                let $p = $params {
+                    seed: super::pilot_seed(self.params.seed),
+                    feature_weights: FeatureWeights::Uniform,
+                    ..self.params.clone()
+                };
+                let mut pilot = $model::new($pilot)?;
+                pilot.fit(rows.values(), rows.n_features(), y)?;
+                Ok(pilot)
+            }
+
+            /// [`FeatureWeights::Relevance`](crate::FeatureWeights) at `power` (0: all 1).
+            fn relevance<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+                power: f64,
+            ) -> Result<Vec<f64>> {
+                if power == 0.0 {
+                    return Ok(vec![1.0; rows.n_features()]);
+                }
+                let pilot = self.pilot(rows, y)?;
+                super::pilot_weights(
+                    &pilot.forest.trees,
+                    pilot.split_scores(),
+                    rows.n_rows(),
+                    power,
+                )
+            }
+
+            /// [`FeatureWeights::RelevanceCv`](crate::FeatureWeights): the power by
+            /// cross-validation, then the weights at that power on all rows.
+            fn relevance_cv<T: FeatureValue>(
+                &self,
+                rows: &Rows<T>,
+                y: &[$target],
+            ) -> Result<(Vec<f64>, RelevanceChoice)> {
+                let (n, d) = (rows.n_rows(), rows.n_features());
+                let folds = super::cv_folds(
+                    n,
+                    super::pilot_seed(self.params.seed),
+                    ("feature_weights", "relevance:cv"),
+                )?;
+                let base = self.cv_params(y);
+                let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
+                for held in &folds {
+                    let (fit_x, fit_y, val_x, val_y) = super::split_rows(rows, y, held);
+                    let fit_rows = Rows::new(&fit_x, d)?;
+                    let pilot = self.pilot(&fit_rows, &fit_y)?;
+                    let scores = pilot.split_scores();
+                    for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
+                        let weights = match power {
+                            0.0 => FeatureWeights::Uniform,
+                            _ => FeatureWeights::Given(super::pilot_weights(
+                                &pilot.forest.trees,
+                                scores.clone(),
+                                fit_rows.n_rows(),
+                                power,
+                            )?),
+                        };
+                        let mut forest = $model::new($params {
+                            feature_weights: weights,
+                            ..base.clone()
+                        })?;
+                        forest.fit(&fit_x, d, &fit_y)?;
+                        *total += forest.held_out_loss(&val_x, d, &val_y)?;
+                    }
+                }
+                let choice = RelevanceChoice::best_of(
+                    RELEVANCE_CV_POWERS
+                        .iter()
+                        .zip(&loss)
+                        .map(|(&p, &l)| (p, l / n as f64))
+                        .collect(),
+                );
+                Ok((self.relevance(rows, y, choice.power)?, choice))
+            }
+
+            /// The weights [`FeatureWeights::Relevance`](crate::FeatureWeights) would learn
+            /// from these rows (the pilot forest of this forest's parameters), without
+            /// training this forest. A stream can learn them from a sample and pass them
+            /// as [`FeatureWeights::Given`](crate::FeatureWeights).
+            pub fn learn_relevance<T: FeatureValue>(
+                &self,
+                x: &[T],
+                n_features: usize,
+                y: &[$target],
+                power: f64,
+            ) -> Result<Vec<f64>> {
+                FeatureWeights::Relevance { power }.validate(None)?;
+                self.relevance(&Rows::new(x, n_features)?, y, power)
+            }
+
+            /// The weights this forest's first training call would fix on these rows, as
+            /// weights to give a stream up front so that it sees the features a batch fit
+            /// sees: learnt ones (`Relevance`, `RelevanceCv`) become
+            /// [`FeatureWeights::Given`](crate::FeatureWeights), with the cross-validated
+            /// choice if one ran; other settings come back unchanged.
+            pub fn learn_feature_weights<T: FeatureValue>(
+                &self,
+                x: &[T],
+                n_features: usize,
+                y: &[$target],
+            ) -> Result<(FeatureWeights, Option<RelevanceChoice>)> {
+                let rows = Rows::new(x, n_features)?;
+                rows.validate(None)?;
+                if y.len() != rows.n_rows() {
+                    return Err(MondrianError::LengthMismatch {
+                        n_rows: rows.n_rows(),
+                        n_labels: y.len(),
+                    });
+                }
+                let (weights, choice) = self.initial_weights(&rows, y)?;
+                Ok((
+                    weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
+                    choice,
+                ))
+            }
+
+            /// The cross-validated choice of [`FeatureWeights::RelevanceCv`]
+            /// (crate::FeatureWeights), once trained with it.
+            pub fn relevance_choice(&self) -> Option<&RelevanceChoice> {
+                self.forest.store.relevance.as_ref()
+            }
+
+            /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no
+            /// split removed anything): the share of explained impurity per feature.
+            pub fn feature_importances(&self) -> Vec<f64> {
+                super::shares(self.split_scores())
+            }
+
+            /// The feature weights in use, once trained (all 1 unless set or learnt).
+            pub fn feature_weights(&self) -> Option<&[f64]> {
+                self.forest.store.scaler.as_ref().map(|s| s.weights())
+            }
+        }
+    };
+}
+pub(crate) use relevance_methods;
+
+/// The relevance weights of a fitted pilot forest, `w_d = (score_d / max score)^power` with
+/// weights below [`MIN_WEIGHT`](crate::data::MIN_WEIGHT) set to 0; all 1 when no split
+/// removed anything (constant targets). An error when none of its trees could split (too
+/// few points, or a single label), since its scores would then say nothing about the
+/// features.
+pub(crate) fn pilot_weights<S>(
+    pilot: &[TreeUnit<S>],
+    scores: Vec<f64>,
+    n_rows: usize,
+    power: f64,
+) -> Result<Vec<f64>> {
+    let split = pilot
+        .iter()
+        .any(|u| u.tree.root().is_some_and(|r| u.tree.children(r).is_some()));
+    if !split {
+        return Err(MondrianError::InvalidParameter {
+            name: "feature_weights",
+            reason: format!(
+                "relevance weights are learnt from the first training call, and a pilot \
+                 forest on its {n_rows} row(s) made no split; give a larger first batch \
+                 (or learn the weights from a sample) or give the weights"
+            ),
+        });
+    }
+    let top = scores.iter().copied().fold(0.0f64, f64::max);
+    if !(top > 0.0 && top.is_finite()) {
+        return Ok(vec![1.0; scores.len()]);
+    }
+    Ok(scores
+        .iter()
+        .map(|s| (s / top).powf(power))
+        .map(|w| if w < crate::data::MIN_WEIGHT { 0.0 } else { w })
+        .collect())
+}
+
+/// The held-out folds of [`FeatureWeights::RelevanceCv`](crate::data::FeatureWeights):
+/// a seeded permutation of the `n` rows cut into [`RELEVANCE_CV_FOLDS`] near-equal parts,
+/// each in row order.
+pub(crate) fn cv_folds(
+    n: usize,
+    seed: u64,
+    (name, setting): (&'static str, &str),
+) -> Result<Vec<Vec<usize>>> {
+    let k = RELEVANCE_CV_FOLDS;
+    if n < 2 * k {
+        return Err(MondrianError::InvalidParameter {
+            name,
+            reason: format!(
+                "{setting} needs at least {} rows in the first training call, got {n}",
+                2 * k
+            ),
+        });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rng);
+    Ok((0..k)
+        .map(|f| {
+            let mut fold = order[f * n / k..(f + 1) * n / k].to_vec();
+            fold.sort_unstable();
+            fold
+        })
+        .collect())
+}
+
+/// The rows (and targets) outside the sorted row list `held`, then those in it.
+pub(crate) fn split_rows<T: FeatureValue, Y: Copy>(
+    rows: &Rows<T>,
+    y: &[Y],
+    held: &[usize],
+) -> (Vec<T>, Vec<Y>, Vec<T>, Vec<Y>) {
+    let (mut fit_x, mut fit_y, mut val_x, mut val_y) = (vec![], vec![], vec![], vec![]);
+    let mut next = held.iter().peekable();
+    for (i, &target) in y.iter().enumerate().take(rows.n_rows()) {
+        let (x, t) = if next.next_if_eq(&&i).is_some() {
+            (&mut val_x, &mut val_y)
+        } else {
+            (&mut fit_x, &mut fit_y)
+        };
+        x.extend_from_slice(rows.row(i));
+        t.push(target);
+    }
+    (fit_x, fit_y, val_x, val_y)
+}
+
+/// Scores divided by their sum; all 0 when the sum is not positive.
+pub(crate) fn shares(mut scores: Vec<f64>) -> Vec<f64> {
+    let total: f64 = scores.iter().sum();
+    if total > 0.0 && total.is_finite() {
+        scores.iter_mut().for_each(|s| *s /= total);
+    } else {
+        scores.iter_mut().for_each(|s| *s = 0.0);
+    }
+    scores
+}
+
+/// Seed of the pilot forest behind [`FeatureWeights::Relevance`](crate::data::FeatureWeights),
+/// kept apart from the forest's own trees.
+pub(crate) fn pilot_seed(seed: u64) -> u64 {
+    mix64(seed ^ 0x5049_4c4f_5421_0001)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RCV: (&str, &str) = ("feature_weights", "relevance:cv");
+
+    #[test]
+    fn cv_folds_partition_the_rows_in_near_equal_parts() {
+        let folds = cv_folds(23, 9, RCV).unwrap();
+        let mut all: Vec<usize> = folds.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..23).collect::<Vec<_>>());
+        assert!(folds.iter().all(|f| (4..=5).contains(&f.len())));
+        assert!(folds.iter().all(|f| f.windows(2).all(|w| w[0] < w[1])));
+        assert_ne!(folds, cv_folds(23, 10, RCV).unwrap());
+        assert!(cv_folds(9, 1, RCV).is_err());
+    }
+
+    #[test]
+    fn cv_losses_equal_a_recomputation_from_public_calls() {
+        // Each reported loss is Σ over folds of the held-out −log p of a forest with this
+        // forest's parameters and the weights `learn_relevance` gives on the other folds
+        // (uniform for power 0), divided by the row count. Rebuilt here from public calls
+        // with the same folds.
+        use crate::data::{FeatureWeights, RELEVANCE_CV_POWERS};
+        use crate::stats::gaussian::PredictionMode;
+        use crate::{MondrianForestRegressor, RegressorParams};
+        let n = 60;
+        let x: Vec<f64> = (0..n * 3)
+            .map(|i| ((i * 37 % 101) as f64) / 101.0)
+            .collect();
+        let y: Vec<f64> = x
+            .chunks(3)
+            .map(|r| (5.0 * r[0]).sin() + 0.1 * r[2])
+            .collect();
+        let params = RegressorParams {
+            n_trees: 6,
+            min_samples_split: 3,
+            mode: PredictionMode::Fast,
+            seed: 11,
+            feature_weights: FeatureWeights::RelevanceCv,
+            ..Default::default()
+        };
+        let mut cv = MondrianForestRegressor::new(params.clone()).unwrap();
+        cv.fit(&x, 3, &y).unwrap();
+        let choice = cv.relevance_choice().unwrap();
+        let folds = cv_folds(n, pilot_seed(params.seed), RCV).unwrap();
+        for (&power, &(p, loss)) in RELEVANCE_CV_POWERS.iter().zip(&choice.losses) {
+            assert_eq!(power, p);
+            let mut total = 0.0;
+            for held in &folds {
+                let part = |keep: bool| -> (Vec<f64>, Vec<f64>) {
+                    let rows: Vec<usize> = (0..n).filter(|i| held.contains(i) != keep).collect();
+                    let xs = rows.iter().flat_map(|&i| x[3 * i..3 * i + 3].to_vec());
+                    (xs.collect(), rows.iter().map(|&i| y[i]).collect())
+                };
+                let ((fx, fy), (vx, vy)) = (part(true), part(false));
+                let probe = MondrianForestRegressor::new(params.clone()).unwrap();
+                let weights = match power {
+                    0.0 => FeatureWeights::Uniform,
+                    _ => FeatureWeights::Given(probe.learn_relevance(&fx, 3, &fy, power).unwrap()),
+                };
+                let mut f = MondrianForestRegressor::new(RegressorParams {
+                    feature_weights: weights,
+                    ..params.clone()
+                })
+                .unwrap();
+                f.fit(&fx, 3, &fy).unwrap();
+                total -= f.log_density(&vx, 3, &vy).unwrap().iter().sum::<f64>();
+            }
+            let expected = total / n as f64;
+            assert!(
+                (loss - expected).abs() <= 1e-12 * expected.abs().max(1.0),
+                "{power}: {loss} vs {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn cv_pits_equal_a_recomputation_from_public_calls() {
+        // Calibration::Cv keeps, sorted, each row's predictive CDF value under a forest of
+        // the same parameters (and the feature weights the call fixed) fitted on the other
+        // folds. Rebuilt here from public calls with the same folds, for learnt weights.
+        use crate::data::FeatureWeights;
+        use crate::stats::gaussian::PredictionMode;
+        use crate::{Calibration, MondrianForestRegressor, RegressorParams};
+        let n = 50;
+        let x: Vec<f64> = (0..n * 2).map(|i| ((i * 41 % 97) as f64) / 97.0).collect();
+        let y: Vec<f64> = x.chunks(2).map(|r| (4.0 * r[0]).cos() + r[1]).collect();
+        let params = RegressorParams {
+            n_trees: 5,
+            min_samples_split: 3,
+            mode: PredictionMode::Fast,
+            seed: 5,
+            feature_weights: FeatureWeights::RELEVANCE,
+            calibration: Calibration::Cv,
+            ..Default::default()
+        };
+        let mut cal = MondrianForestRegressor::new(params.clone()).unwrap();
+        cal.fit(&x, 2, &y).unwrap();
+        let weights = FeatureWeights::Given(cal.feature_weights().unwrap().to_vec());
+        let fold_params = RegressorParams {
+            feature_weights: weights,
+            calibration: Calibration::None,
+            ..params.clone()
+        };
+        let mut expected = Vec::new();
+        for held in cv_folds(n, pilot_seed(params.seed), RCV).unwrap() {
+            let part = |keep: bool| -> (Vec<f64>, Vec<f64>) {
+                let rows: Vec<usize> = (0..n).filter(|i| held.contains(i) != keep).collect();
+                let xs = rows.iter().flat_map(|&i| x[2 * i..2 * i + 2].to_vec());
+                (xs.collect(), rows.iter().map(|&i| y[i]).collect())
+            };
+            let ((fx, fy), (vx, vy)) = (part(true), part(false));
+            let mut f = MondrianForestRegressor::new(fold_params.clone()).unwrap();
+            f.fit(&fx, 2, &fy).unwrap();
+            expected.extend(f.cdf(&vx, 2, &vy).unwrap());
+        }
+        expected.sort_by(f64::total_cmp);
+        assert_eq!(cal.calibration().unwrap(), &expected[..]);
+        // The trees are those of the same forest without calibration.
+        let mut plain = MondrianForestRegressor::new(RegressorParams {
+            calibration: Calibration::None,
+            ..params
+        })
+        .unwrap();
+        plain.fit(&x, 2, &y).unwrap();
+        assert_eq!(plain.predict(&x, 2).unwrap(), cal.predict(&x, 2).unwrap());
+        assert!(plain.calibration().is_none());
+    }
+}
