@@ -1,4 +1,4 @@
-//! Ensembles of Mondrian trees: the generic [`Forest`] every model wraps (trees with their
+//! Ensembles of Mondrian trees: the generic `Forest` every model wraps (trees with their
 //! statistics and generators, the point store, the thread pool), seeding, online bagging,
 //! sliding windows and forgetting.
 //!

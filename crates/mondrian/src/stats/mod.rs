@@ -11,6 +11,7 @@
 
 pub mod gaussian;
 pub mod label;
+pub mod moments;
 
 /// The statistics a model keeps per node of a [`MondrianTree`](crate::tree::MondrianTree).
 ///

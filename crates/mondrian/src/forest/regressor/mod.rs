@@ -1,0 +1,445 @@
+//! `MondrianForestRegressor`: the Mondrian forest regression of spec `mf-regression.md`
+//! (thesis ch. 6), on the same engine as the classifier with Gaussian node statistics.
+
+mod calibration;
+mod params;
+mod predict;
+
+pub use params::{Calibration, RegressorParams};
+pub use predict::RegressionPrediction;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::data::{
+    FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_TARGET, MAX_THREADS,
+    RELEVANCE_CV_POWERS,
+};
+use crate::error::{MondrianError, Result};
+use crate::forest::{split_relevance, Forest, ForestSummary, Growth, PointStore, Pool};
+use crate::stats::gaussian::{
+    estimate_theta, Estimate, GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments,
+    Theta, Upward,
+};
+use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
+
+/// An online Mondrian forest for regression with calibrated predictive uncertainty
+/// (Lakshminarayanan, Roy & Teh 2016; spec `mf-regression.md`).
+///
+/// Trees are Mondrian trees with λ = ∞ whose blocks with fewer than `min_samples_split`
+/// points are leaves (paused, so online training has the batch distribution). Each tree
+/// carries a Gaussian hierarchy over node means; prediction at any x mixes the posterior
+/// at the leaf with branch-off components, so the variance grows away from the data and
+/// far from it the prediction returns to the prior N(ȳ, s²).
+///
+/// ```
+/// use mondrian::{MondrianForestRegressor, RegressorParams};
+/// let x: Vec<f64> = (0..40).map(|i| i as f64 / 40.0).collect();
+/// let y: Vec<f64> = x.iter().map(|v| (6.0 * v).sin()).collect();
+/// let mut forest = MondrianForestRegressor::new(RegressorParams::default())?;
+/// forest.fit(&x, 1, &y)?;
+/// let p = forest.predict(&[0.5, 25.0], 1)?;
+/// assert!(p.variance[1] > p.variance[0]); // far from the data: less sure
+/// # Ok::<(), mondrian::MondrianError>(())
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "RegressorState")]
+pub struct MondrianForestRegressor {
+    params: RegressorParams,
+    /// The trees, the scaled training points with their targets, the pool.
+    forest: Forest<TargetMoments>,
+    /// Moments of the labels of the points held (each once, whatever the bagging weights).
+    labels: Moments,
+    /// Labels taken out of `labels` by the inverse update since it was last summed afresh.
+    #[serde(skip)]
+    labels_released: usize,
+    /// Sorted PITs of held-out rows that recalibrate the intervals ([`Calibration`]).
+    calibration: Option<Vec<f64>>,
+    /// θ from the heuristic, refreshed after each training call.
+    #[serde(skip)]
+    theta: Option<Theta>,
+    /// Exact mode: each tree's upward messages under θ.
+    #[serde(skip)]
+    messages: Vec<Vec<Upward>>,
+}
+
+/// The stored fields of a regressor; they are checked and θ and the messages derived again
+/// on reading, so a regressor inside any serde structure comes back safe and ready to
+/// predict.
+#[derive(Deserialize)]
+struct RegressorState {
+    params: RegressorParams,
+    forest: Forest<TargetMoments>,
+    labels: Moments,
+    calibration: Option<Vec<f64>>,
+}
+
+impl TryFrom<RegressorState> for MondrianForestRegressor {
+    type Error = super::DecodeError;
+
+    fn try_from(s: RegressorState) -> std::result::Result<Self, Self::Error> {
+        let mut forest = s.forest;
+        forest.pool = Pool::new(s.params.n_threads);
+        let mut model = MondrianForestRegressor {
+            params: s.params,
+            forest,
+            labels: s.labels,
+            labels_released: 0,
+            calibration: s.calibration,
+            theta: None,
+            messages: Vec::new(),
+        };
+        model.check_decoded()?;
+        model.refresh();
+        Ok(model)
+    }
+}
+
+super::relevance_methods!(MondrianForestRegressor, RegressorParams, f64, |p| {
+    RegressorParams {
+        // The pilot only needs its trees: the fast mode skips the messages,
+        // and no intervals, so no calibration.
+        mode: PredictionMode::Fast,
+        hyper: HyperSettings::default(),
+        calibration: Calibration::None,
+        ..p
+    }
+});
+
+crate::persist::persistent_model!(MondrianForestRegressor, "mondrian-forest-regressor");
+impl MondrianForestRegressor {
+    /// An untrained forest.
+    pub fn new(params: RegressorParams) -> Result<Self> {
+        params.validate()?;
+        RegressorState {
+            forest: Forest::new(params.n_threads),
+            params,
+            labels: Moments::default(),
+            calibration: None,
+        }
+        .try_into()
+        .map_err(|e: super::DecodeError| e.0)
+    }
+
+    /// The hyper-parameters.
+    pub fn params(&self) -> &RegressorParams {
+        &self.params
+    }
+    /// Number of features, once trained.
+    pub fn n_features(&self) -> Option<usize> {
+        self.forest.store.n_features
+    }
+    /// Number of training rows given so far (since the last `fit`), kept or not.
+    pub fn n_samples_seen(&self) -> usize {
+        self.forest.store.seen() as usize
+    }
+    /// Number of training points the forest holds: those seen, less those forgotten or
+    /// out of the window.
+    pub fn n_points(&self) -> usize {
+        self.forest.store.len()
+    }
+    /// The ids of the points held, oldest first (the ids [`forget`](Self::forget) takes).
+    pub fn point_ids(&self) -> Vec<u64> {
+        self.forest.store.live_ids().collect()
+    }
+
+    /// Removes the training points with these ids from every tree; the model is then as
+    /// if it had never seen them, as for
+    /// [`MondrianForestClassifier::forget`](crate::MondrianForestClassifier::forget). θ and
+    /// the messages are derived again from the points that remain. An id the model does
+    /// not hold is an error, and the model is then unchanged.
+    pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        let gone = self.forest.forget(ids, self.growth())?;
+        self.release_labels(&gone);
+        self.refresh();
+        Ok(())
+    }
+
+    /// How the forest takes points.
+    fn growth(&self) -> Growth {
+        Growth {
+            seed: self.params.seed,
+            bagging: self.params.bagging,
+            window: self.params.window,
+        }
+    }
+
+    /// Takes the targets of points that left out of the label moments: by the inverse
+    /// update, summed afresh from the points held once as many have left as are held, so
+    /// that an endless window cannot drift (amortised O(1) per point).
+    fn release_labels(&mut self, gone: &[f64]) {
+        for &y in gone {
+            self.labels.remove(y, 1.0);
+        }
+        self.labels_released += gone.len();
+        if self.labels_released > self.forest.store.len() {
+            self.labels = Moments::default();
+            for y in self.forest.store.live_targets() {
+                self.labels.push(y, 1.0);
+            }
+            self.labels_released = 0;
+        }
+    }
+    /// θ in use (after training).
+    pub fn theta(&self) -> Option<Theta> {
+        self.theta
+    }
+    /// Tree `index` with its label moments.
+    pub fn tree(&self, index: usize) -> Option<(&MondrianTree, &TargetMoments)> {
+        self.forest.trees.get(index).map(|u| (&u.tree, &u.stats))
+    }
+    /// The scaled training points the trees index into.
+    pub fn training_points(&self) -> TrainingPoints<'_, f64> {
+        self.forest.store.data()
+    }
+    /// Changes the worker thread count (0 = all cores); the model is unaffected. Counts
+    /// above [`MAX_THREADS`] are lowered to it, the most a saved model accepts.
+    pub fn set_n_threads(&mut self, n_threads: usize) {
+        let n_threads = n_threads.min(MAX_THREADS);
+        self.params.n_threads = n_threads;
+        self.forest.pool = Pool::new(n_threads);
+    }
+    /// Switches between exact and fast prediction; the trees do not depend on it.
+    pub fn set_mode(&mut self, mode: PredictionMode) {
+        self.params.mode = mode;
+        self.refresh();
+    }
+
+    /// [`check_targets`](Self::check_targets) for training: also refuses targets whose
+    /// squares would overflow the Gaussian statistics (|y| > [`MAX_TARGET`]).
+    fn check_training_targets(y: &[f64], n_rows: usize) -> Result<()> {
+        Self::check_targets(y, n_rows)?;
+        match y.iter().position(|v| v.abs() > MAX_TARGET) {
+            Some(row) => Err(MondrianError::TargetOverflow {
+                row,
+                value: y[row],
+                max: MAX_TARGET,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
+        if y.len() != n_rows {
+            return Err(MondrianError::LengthMismatch {
+                n_rows,
+                n_labels: y.len(),
+            });
+        }
+        match y.iter().position(|v| !v.is_finite()) {
+            Some(row) => Err(MondrianError::NonFiniteTarget { row, value: y[row] }),
+            None => Ok(()),
+        }
+    }
+
+    /// Batch training (Alg. 6.1–6.2): discards previous state, fixes the scaling from `x`
+    /// (unless ranges were given), samples every tree and computes θ from `y` (§2.5).
+    pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
+        self.train(x, n_features, y, true)
+    }
+
+    /// Online training (Alg. 6.3 with pausing, §1.6) on one point or a mini-batch (a large
+    /// batch goes in as one set, a smaller one in row order; the law is the same, see
+    /// [`MondrianForestClassifier::partial_fit`](crate::MondrianForestClassifier::partial_fit)).
+    /// The first call fixes the width and, with [`Scaling::FirstBatch`](crate::Scaling::FirstBatch), the scaling.
+    /// θ is re-estimated from all labels seen after every call, so in exact mode each call
+    /// also refreshes every node's messages (O(nodes)); stream point by point with
+    /// [`PredictionMode::Fast`], whose cost per point is O(depth).
+    pub fn partial_fit<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<()> {
+        self.train(x, n_features, y, false)
+    }
+
+    /// Every check and the scaling run before the model changes, so a refused input leaves
+    /// it untouched.
+    fn train<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        fresh: bool,
+    ) -> Result<()> {
+        let starting = fresh || self.forest.store.n_features.is_none();
+        let empty = PointStore::new();
+        let rows = if starting { &empty } else { &self.forest.store }.rows(x, n_features)?;
+        Self::check_training_targets(y, rows.n_rows())?;
+        if rows.n_rows() == 0 {
+            return match fresh {
+                true => Err(MondrianError::EmptyData("fit needs at least one row")),
+                false => Ok(()),
+            };
+        }
+        let new_store = match starting {
+            true => Some(self.start_store(&rows, y)?),
+            false => None,
+        };
+        let scaled = new_store
+            .as_ref()
+            .unwrap_or(&self.forest.store)
+            .scale(&rows)?;
+        let pits = match (&new_store, self.params.calibration) {
+            (Some(store), Calibration::Cv) => {
+                // The folds' forests see the weights this call fixes, not a fresh learning.
+                let weights = match (&self.params.feature_weights, &store.scaler) {
+                    (FeatureWeights::Uniform | FeatureWeights::Given(_), _) | (_, None) => {
+                        self.params.feature_weights.clone()
+                    }
+                    (_, Some(scaler)) => FeatureWeights::Given(scaler.weights().to_vec()),
+                };
+                Some(self.cv_pits(&rows, y, weights)?)
+            }
+            _ => None,
+        };
+        if let Some(store) = new_store {
+            let pool = std::mem::take(&mut self.forest.pool);
+            self.forest = Forest::new(self.params.n_threads);
+            self.forest.pool = pool;
+            self.forest.store = store;
+            self.labels = Moments::default();
+            self.labels_released = 0;
+            self.calibration = pits;
+            self.init_trees();
+        }
+        let learned = self.forest.learn(&scaled, y, self.growth());
+        for &v in &y[learned.kept_from..] {
+            self.labels.push(v, 1.0);
+        }
+        self.release_labels(&learned.gone);
+        self.refresh();
+        Ok(())
+    }
+
+    /// A store whose scaling (and feature weights) the first rows fix.
+    fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
+        let mut store = PointStore::new();
+        store.start(rows, &self.params.scaling)?;
+        let (weights, choice) = self.initial_weights(rows, y)?;
+        if let Some(w) = weights {
+            store.reweight(&w)?;
+        }
+        store.relevance = choice;
+        Ok(store)
+    }
+
+    /// cuts along it explain (and, under feature weights, by how often it is cut).
+    pub fn split_scores(&self) -> Vec<f64> {
+        split_relevance(
+            &self.forest.trees,
+            self.forest.store.n_features.unwrap_or(0),
+            |u| {
+                (0..u.tree.n_nodes() as u32)
+                    .map(|j| u.stats.get(j).m2)
+                    .collect()
+            },
+        )
+    }
+
+    fn init_trees(&mut self) {
+        let pause = PauseRule {
+            pause_on_pure: false,
+            min_samples_split: self.params.min_samples_split,
+        };
+        self.forest.plant(
+            self.params.n_trees,
+            f64::INFINITY,
+            pause,
+            self.params.seed,
+            TargetMoments::new,
+        );
+    }
+
+    /// Re-estimates θ from the labels (by the heuristic, or by maximising the marginal
+    /// likelihood) and, in the exact modes, every tree's upward messages.
+    fn refresh(&mut self) {
+        let Some(d) = self.forest.store.n_features else {
+            return;
+        };
+        let extent = self
+            .forest
+            .store
+            .scaler
+            .as_ref()
+            .map_or(d as f64, |s| s.effective_dimension());
+        let mut theta = Theta::heuristic_for_extent(self.labels, extent, &self.params.hyper);
+        let trees = &self.forest.trees;
+        let upward = |theta: Theta| -> Vec<Vec<Upward>> {
+            let model = GaussianModel {
+                theta,
+                mode: PredictionMode::Exact,
+            };
+            trees
+                .par_iter()
+                .map(|u| model.upward(&u.tree, &u.stats))
+                .collect()
+        };
+        if self.params.hyper.theta.is_none()
+            && self.params.hyper.estimate == Estimate::MarginalLikelihood
+        {
+            theta = self.forest.pool.install(|| {
+                estimate_theta(theta, |t| {
+                    let model = GaussianModel {
+                        theta: *t,
+                        mode: PredictionMode::Exact,
+                    };
+                    trees
+                        .par_iter()
+                        .map(|u| {
+                            let msgs = model.upward(&u.tree, &u.stats);
+                            model.log_marginal(&u.tree, &u.stats, &msgs)
+                        })
+                        .sum()
+                })
+            });
+        }
+        self.theta = Some(theta);
+        self.messages = match self.params.mode {
+            PredictionMode::Exact | PredictionMode::ExactQuadrature => {
+                self.forest.pool.install(|| upward(theta))
+            }
+            PredictionMode::Fast => Vec::new(),
+        };
+    }
+
+    /// Size and depth statistics.
+    pub fn summary(&self) -> ForestSummary {
+        self.forest.summary()
+    }
+
+    /// Checks a decoded model before anything is derived from it.
+    fn check_decoded(&self) -> Result<()> {
+        self.params.validate()?;
+        let store = &self.forest.store;
+        // The store's own shape first: the label check below walks its slots.
+        store.check()?;
+        let targets_ok = store
+            .targets
+            .iter()
+            .all(|y| y.is_finite() && y.abs() <= MAX_TARGET);
+        let held: Vec<f64> = store.live_targets().collect();
+        let scale = held.iter().fold(0.0f64, |m, y| m.max(y.abs()));
+        if !targets_ok
+            || !self.labels.is_valid()
+            || !self.labels.agrees_with(&Moments::of(&held), scale)
+        {
+            return Err(MondrianError::CorruptModel(
+                "the stored targets do not match the model".into(),
+            ));
+        }
+        self.forest
+            .check_decoded(self.params.n_trees, f64::INFINITY, |stats, tree| {
+                stats.check_decoded(tree, &store.targets)
+            })?;
+        match &self.calibration {
+            Some(p) if calibration::check_pits(p).is_err() || !p.is_sorted() => {
+                Err(MondrianError::CorruptModel(
+                    "the calibration PITs are not sorted values in [0, 1]".into(),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The hyper-parameters of a [`MondrianForestRegressor`](super::MondrianForestRegressor)
+//! and how its intervals are calibrated.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(doc)]
+use super::MondrianForestRegressor;
+
+use crate::data::{validate_sizes, FeatureWeights, Scaling};
+use crate::error::{MondrianError, Result};
+use crate::stats::gaussian::{HyperSettings, PredictionMode};
+
+/// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8); the defaults are the
+/// thesis' settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressorParams {
+    /// Number of trees M.
+    pub n_trees: usize,
+    /// Blocks with fewer points are leaves (paused online, so online ≡ batch; §1.6).
+    pub min_samples_split: usize,
+    /// Exact Gaussian belief propagation or the fast empirical approximation (§2.6).
+    pub mode: PredictionMode,
+    /// Constants of the hyper-parameter heuristic (§2.5).
+    pub hyper: HyperSettings,
+    /// Master seed; tree t draws from a generator seeded by (seed, t).
+    pub seed: u64,
+    /// Worker threads (0 = all cores); the model does not depend on it. As for
+    /// [`ClassifierParams::n_threads`](crate::ClassifierParams::n_threads), a stream of
+    /// single points keeps helper threads spinning briefly between calls.
+    pub n_threads: usize,
+    /// Online bagging (Poisson(1) copies of each example per tree).
+    pub bagging: bool,
+    /// How features are scaled before they reach the trees (the heuristic γ2 assumes
+    /// [0, 1]).
+    pub scaling: Scaling,
+    /// Per-feature stretch after the scaling, fixed by the first training call;
+    /// [`FeatureWeights::Relevance`] learns it from a pilot forest.
+    pub feature_weights: FeatureWeights,
+    /// Whether the first training call recalibrates the prediction intervals by
+    /// cross-validation ([`Calibration::Cv`]).
+    pub calibration: Calibration,
+    /// Keep only the last `window` training points (a sliding window), as
+    /// [`ClassifierParams::window`](crate::ClassifierParams::window) does. `None` keeps all.
+    pub window: Option<usize>,
+}
+
+/// How [`MondrianForestRegressor::mixture_interval`] turns a level into quantiles of the
+/// forest's predictive mixture.
+///
+/// The forest's predictive tends to be too wide on real data (each tree's leaf spread and
+/// the trees' disagreement both measure the target's local variation), so its own 90 %
+/// intervals can cover 97 %. Quantile recalibration (Kuleshov, Fenner & Ermon 2018) keeps
+/// the mixture's shape and corrects its probabilities: with `u_1 ≤ … ≤ u_n` the values
+/// `F(y_i | x_i)` of the predictive CDF at held-out rows (probability integral transforms,
+/// PITs), the central interval at level `α` runs between the mixture's quantiles at
+/// `u_(⌊a(n+1)⌋)` and `u_(⌈(1−a)(n+1)⌉)`, `a = (1 − α)/2` (0 and 1 beyond the sample; the
+/// mixture's quantile at 0 or 1 is returned as a finite far end, about 12 sd below or 8 sd
+/// above the outermost component). If the PITs are exchangeable with the new row's (held-out
+/// rows under this forest, [`MondrianForestRegressor::calibrate`]), each side misses with
+/// probability at most `a`; cross-validated PITs come from forests fitted on 4/5 of the rows,
+/// so there the bound is approximate (usually conservative). The density ([`log_density`](MondrianForestRegressor::log_density)), mean and
+/// variance are the model's and do not change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Calibration {
+    /// The quantiles of the forest's own predictive mixture (the thesis' predictive).
+    #[default]
+    None,
+    /// The first training call (at least 10 rows) computes every row's PIT under a forest
+    /// of the same parameters fitted by 5-fold cross-validation without the row (feature
+    /// weights as the call fixes them), about 5 fits' extra work. Later `partial_fit` calls
+    /// keep those PITs; [`MondrianForestRegressor::calibrate`] replaces them.
+    Cv,
+}
+
+impl Calibration {
+    /// Reads `none` or `cv`, as the CLI and the Python package spell it.
+    pub fn parse(spec: &str) -> Result<Calibration> {
+        match spec.trim() {
+            "none" => Ok(Calibration::None),
+            "cv" => Ok(Calibration::Cv),
+            other => Err(MondrianError::InvalidParameter {
+                name: "calibration",
+                reason: format!("`{other}` is not `none` or `cv`"),
+            }),
+        }
+    }
+}
+
+impl Default for RegressorParams {
+    fn default() -> Self {
+        RegressorParams {
+            n_trees: 10,
+            min_samples_split: 10,
+            mode: PredictionMode::Exact,
+            hyper: HyperSettings::default(),
+            seed: 0,
+            n_threads: 0,
+            bagging: false,
+            scaling: Scaling::FirstBatch,
+            feature_weights: FeatureWeights::Uniform,
+            calibration: Calibration::None,
+            window: None,
+        }
+    }
+}
+
+impl RegressorParams {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<()> {
+        validate_sizes(self.n_trees, self.n_threads)?;
+        if self.min_samples_split == 0 {
+            return Err(MondrianError::InvalidParameter {
+                name: "min_samples_split",
+                reason: "must be at least 1".into(),
+            });
+        }
+        crate::data::validate_window(self.window)?;
+        if let Scaling::Ranges(r) = &self.scaling {
+            crate::data::FeatureScaler::from_ranges(r)?;
+        }
+        self.feature_weights.validate(None)?;
+        self.hyper.validate()
+    }
+}

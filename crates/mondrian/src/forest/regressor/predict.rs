@@ -1,0 +1,223 @@
+//! Prediction of the regression forest (spec `mf-regression.md` §3): every tree's
+//! predictive mixture with branch-off, pooled over the trees into moments, densities, CDFs
+//! and intervals.
+
+use super::{Calibration, MondrianForestRegressor, RegressorParams};
+use crate::data::FeatureValue;
+use crate::error::{MondrianError, Result};
+use crate::stats::gaussian::{
+    mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, Component, GaussianModel,
+    Moments, Upward,
+};
+use crate::tree::{NodeStatistics, PathStep};
+
+/// Predictive moments of a forest at each row: the moments of the equal-weight mixture of
+/// the trees' mixtures (§3.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegressionPrediction {
+    /// Predictive mean E per row.
+    pub mean: Vec<f64>,
+    /// Predictive variance Var per row.
+    pub variance: Vec<f64>,
+    /// The part of `variance` that comes from the trees disagreeing: the variance of the
+    /// trees' predictive means per row (law of total variance over the equal-weight trees;
+    /// `variance − between_trees` is the mean of the trees' own variances).
+    pub between_trees: Vec<f64>,
+}
+
+impl RegressionPrediction {
+    /// Predictive standard deviation per row.
+    pub fn std(&self) -> Vec<f64> {
+        self.variance.iter().map(|v| v.sqrt()).collect()
+    }
+
+    /// Central interval `E ± z·sd` with `P(|Z| ≤ z) = level` per row: the Gaussian moment
+    /// match of the forest mixture, as the thesis' calibration uses (§3.3).
+    pub fn interval(&self, level: f64) -> Result<(Vec<f64>, Vec<f64>)> {
+        if !(level > 0.0 && level < 1.0) {
+            return Err(MondrianError::InvalidParameter {
+                name: "level",
+                reason: format!("{level} is not in (0, 1)"),
+            });
+        }
+        let z = crate::metrics::normal_quantile(0.5 + level / 2.0);
+        let half: Vec<f64> = self.std().iter().map(|s| z * s).collect();
+        Ok((
+            self.mean.iter().zip(&half).map(|(m, h)| m - h).collect(),
+            self.mean.iter().zip(&half).map(|(m, h)| m + h).collect(),
+        ))
+    }
+}
+
+impl MondrianForestRegressor {
+    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
+    /// forest's own.
+    pub(super) fn cv_params(&self, _y: &[f64]) -> RegressorParams {
+        RegressorParams {
+            calibration: Calibration::None,
+            ..self.params.clone()
+        }
+    }
+
+    /// Negative log predictive density of held-out rows, summed (the NLPD's numerator).
+    pub(super) fn held_out_loss<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<f64> {
+        Ok(-self.log_density(x, n_features, y)?.iter().sum::<f64>())
+    }
+
+    /// Squared error of the training targets that the forest's splits remove, summed per
+    /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
+    /// before training. The splits ignore the targets, so a feature scores by what random
+    /// Runs `visit(row, tree components)` for every row of `x` and every tree, rows in
+    /// parallel blocks; `init` makes each row's accumulator.
+    fn per_row<T: FeatureValue, R: Send>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        init: impl Fn() -> R + Sync,
+        visit: impl Fn(&mut R, &[Component]) + Sync,
+    ) -> Result<Vec<R>> {
+        let theta = self.theta.ok_or(MondrianError::NotFitted)?;
+        let rows = self.forest.store.rows(x, n_features)?;
+        let scaled = self.forest.store.scale(&rows)?;
+        let model = GaussianModel {
+            theta,
+            mode: self.params.mode,
+        };
+        let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
+        let features = self.forest.store.data().features;
+        let no_messages: Vec<Upward> = Vec::new();
+        // Per row: its accumulator and the steps of its path (about 20 on the UCI sets).
+        let row_bytes = std::mem::size_of::<R>() + 20 * std::mem::size_of::<PathStep>();
+        let block = self
+            .forest
+            .pool
+            .prediction_block_rows(rows.n_rows(), row_bytes);
+        self.forest
+            .pool
+            .for_each_block(&mut out, block, &scaled, block * n_features, |acc, xs| {
+                let mut steps: Vec<Vec<PathStep>> = Vec::new();
+                let mut comps = Vec::new();
+                for (t, unit) in self.forest.trees.iter().enumerate() {
+                    let msgs = self.messages.get(t).unwrap_or(&no_messages);
+                    unit.tree.weighed_paths(
+                        xs,
+                        features,
+                        &mut steps,
+                        |node| NodeStatistics::prefetch(&unit.stats, node),
+                        |start, paths| {
+                            for (a, s) in acc[start..].iter_mut().zip(paths) {
+                                comps.clear();
+                                model.tree_components(&unit.tree, &unit.stats, msgs, s, &mut comps);
+                                visit(a, &comps);
+                            }
+                        },
+                    );
+                }
+            });
+        Ok(out)
+    }
+
+    /// Predictive mean and variance at each row of `x` (row-major, `n_features` columns);
+    /// any x ∈ R^D is allowed (§3).
+    pub fn predict<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<RegressionPrediction> {
+        // Welford over the trees' means, plus the sum of their variances (§3.3).
+        let stats = self.per_row(
+            x,
+            n_features,
+            || (Moments::default(), 0.0f64),
+            |(means, var_sum), comps| {
+                let (m, v) = mixture_moments(comps);
+                means.push(m, 1.0);
+                *var_sum += v;
+            },
+        )?;
+        Ok(RegressionPrediction {
+            mean: stats.iter().map(|(m, _)| m.mean).collect(),
+            variance: stats.iter().map(|(m, v)| v / m.n + m.variance()).collect(),
+            between_trees: stats.iter().map(|(m, _)| m.variance()).collect(),
+        })
+    }
+
+    /// `log p(y | x)` of the full forest mixture at each row (the negative of the NLPD
+    /// summand; §3.3), by log-sum-exp over every component of every tree.
+    pub fn log_density<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<Vec<f64>> {
+        let n_rows = x.len() / n_features.max(1);
+        Self::check_targets(y, n_rows)?;
+        let m = self.forest.trees.len() as f64;
+        let pooled = self.per_row(
+            x,
+            n_features,
+            Vec::new,
+            |all: &mut Vec<Component>, comps| {
+                all.extend(comps.iter().map(|c| Component {
+                    weight: c.weight / m,
+                    ..*c
+                }))
+            },
+        )?;
+        Ok(pooled
+            .iter()
+            .zip(y)
+            .map(|(comps, &v)| mixture_log_density(comps, v))
+            .collect())
+    }
+
+    /// The predictive CDF `P(Y ≤ y | x)` of the full forest mixture at each row (its
+    /// probability integral transform, uniform on (0, 1) for a calibrated forest).
+    pub fn cdf<T: FeatureValue>(&self, x: &[T], n_features: usize, y: &[f64]) -> Result<Vec<f64>> {
+        let n_rows = x.len() / n_features.max(1);
+        Self::check_targets(y, n_rows)?;
+        Ok(self
+            .pooled_components(x, n_features)?
+            .iter()
+            .zip(y)
+            .map(|(comps, &v)| mixture_cdf(comps, v).clamp(0.0, 1.0))
+            .collect())
+    }
+
+    /// Central interval at `level` per row from the forest's full predictive mixture (its
+    /// quantiles at [`interval_probabilities`](Self::interval_probabilities): `(1 − level)/2`
+    /// and `(1 + level)/2`, or recalibrated ones, see [`Calibration`]), rather than the
+    /// Gaussian moment match of [`RegressionPrediction::interval`].
+    pub fn mixture_interval<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        level: f64,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (lo, hi) = self.interval_probabilities(level)?;
+        Ok(self
+            .pooled_components(x, n_features)?
+            .iter()
+            .map(|c| (mixture_quantile(c, lo), mixture_quantile(c, hi)))
+            .unzip())
+    }
+
+    /// Every tree's predictive components at each row, pooled: the forest's mixture.
+    fn pooled_components<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<Vec<Vec<Component>>> {
+        self.per_row(
+            x,
+            n_features,
+            Vec::new,
+            |all: &mut Vec<Component>, comps| all.extend_from_slice(comps),
+        )
+    }
+}
