@@ -13,6 +13,7 @@ pub mod data;
 pub mod error;
 pub mod forest;
 pub mod metrics;
+pub mod model;
 pub mod persist;
 pub mod process;
 pub mod stats;

@@ -2,13 +2,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{split_relevance, Forest, ForestSummary, Growth, Pool};
+use super::{
+    initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed, shares,
+    split_relevance, Forest, ForestSummary, Growth, Pool, Weighed,
+};
 use crate::data::{
     validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
-    MAX_THREADS, RELEVANCE_CV_POWERS,
+    MAX_THREADS,
 };
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
+use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict};
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
 use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
 
@@ -173,19 +177,12 @@ impl TryFrom<ClassifierState> for MondrianForestClassifier {
     }
 }
 
-super::relevance_methods!(MondrianForestClassifier, ClassifierParams, usize, |p| p);
-
 crate::persist::persistent_model!(MondrianForestClassifier, "mondrian-forest-classifier");
 
 impl MondrianForestClassifier {
     /// An untrained forest.
     pub fn new(params: ClassifierParams) -> Result<Self> {
-        params.validate()?;
-        Ok(MondrianForestClassifier {
-            n_classes: params.n_classes.unwrap_or(0),
-            forest: Forest::new(params.n_threads),
-            params,
-        })
+        Ok(Self::with_params(params.check()?))
     }
 
     /// The hyper-parameters.
@@ -392,7 +389,7 @@ impl MondrianForestClassifier {
         y: &[usize],
     ) -> Result<()> {
         self.forest.store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = self.initial_weights(rows, y)?;
+        let (weights, choice) = initial_weights(self, rows, y)?;
         if let Some(w) = weights {
             self.forest.store.reweight(&w)?;
         }
@@ -505,38 +502,53 @@ impl MondrianForestClassifier {
         Ok(out)
     }
 
-    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
-    /// forest's own, with every class of `y` declared, so that a class missing from a
-    /// fold's training rows still gets a probability for its held-out rows.
-    fn cv_params(&self, y: &[usize]) -> ClassifierParams {
-        let k = y.iter().max().map_or(0, |&c| c + 1);
-        ClassifierParams {
-            n_classes: Some(self.params.n_classes.unwrap_or(0).max(k)),
-            ..self.params.clone()
-        }
-    }
-
-    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)`.
-    fn held_out_loss<T: FeatureValue>(
-        &self,
-        x: &[T],
-        n_features: usize,
-        y: &[usize],
-    ) -> Result<f64> {
-        let k = self.n_classes;
-        let proba = self.predict_proba(x, n_features)?;
-        Ok(-proba
-            .chunks_exact(k)
-            .zip(y)
-            .map(|(p, &c)| p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln())
-            .sum::<f64>())
-    }
-
     /// Most probable class per row (lowest index on ties).
     pub fn predict<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
         let k = self.n_classes;
         let proba = self.predict_proba(x, n_features)?;
         Ok(proba.chunks_exact(k).map(argmax).collect())
+    }
+
+    /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot
+    /// forest of this forest's parameters), without training this forest. A stream can
+    /// learn them from a sample and pass them as [`FeatureWeights::Given`].
+    pub fn learn_relevance<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        power: f64,
+    ) -> Result<Vec<f64>> {
+        learn_relevance(self, x, n_features, y, power)
+    }
+
+    /// The weights this forest's first training call would fix on these rows, as weights
+    /// to give a stream up front so that it sees the features a batch fit sees: learnt ones
+    /// (`Relevance`, `RelevanceCv`) become [`FeatureWeights::Given`], with the
+    /// cross-validated choice if one ran; other settings come back unchanged.
+    pub fn learn_feature_weights<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+    ) -> Result<(FeatureWeights, Option<RelevanceChoice>)> {
+        learn_feature_weights(self, x, n_features, y)
+    }
+
+    /// The cross-validated choice of [`FeatureWeights::RelevanceCv`], once trained with it.
+    pub fn relevance_choice(&self) -> Option<&RelevanceChoice> {
+        self.forest.store.relevance.as_ref()
+    }
+
+    /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no split
+    /// removed anything): the share of explained impurity per feature.
+    pub fn feature_importances(&self) -> Vec<f64> {
+        shares(self.split_scores())
+    }
+
+    /// The feature weights in use, once trained (all 1 unless set or learnt).
+    pub fn feature_weights(&self) -> Option<&[f64]> {
+        self.forest.store.scaler.as_ref().map(|s| s.weights())
     }
 
     /// Size and depth statistics.
@@ -567,5 +579,116 @@ impl MondrianForestClassifier {
             .check_decoded(self.params.n_trees, self.params.lifetime, |stats, tree| {
                 stats.check_decoded(tree.n_nodes(), k)
             })
+    }
+}
+
+impl Params for ClassifierParams {
+    fn validate(&self) -> Result<()> {
+        ClassifierParams::validate(self)
+    }
+}
+
+impl Model for MondrianForestClassifier {
+    type Target = usize;
+    type Params = ClassifierParams;
+
+    fn with_params(params: Checked<ClassifierParams>) -> Self {
+        let params = params.into_inner();
+        MondrianForestClassifier {
+            n_classes: params.n_classes.unwrap_or(0),
+            forest: Forest::new(params.n_threads),
+            params,
+        }
+    }
+    fn params(&self) -> &ClassifierParams {
+        &self.params
+    }
+}
+
+impl<T: FeatureValue> Fit<T> for MondrianForestClassifier {
+    fn fit(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
+        MondrianForestClassifier::fit(self, x, n_features, y)
+    }
+}
+
+impl<T: FeatureValue> PartialFit<T> for MondrianForestClassifier {
+    fn partial_fit(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
+        MondrianForestClassifier::partial_fit(self, x, n_features, y)
+    }
+}
+
+/// Predicts class probabilities, row-major `n_rows × n_classes`
+/// ([`predict_proba`](MondrianForestClassifier::predict_proba)).
+impl<T: FeatureValue> Predict<T> for MondrianForestClassifier {
+    type Prediction = Vec<f64>;
+    fn predict(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
+        self.predict_proba(x, n_features)
+    }
+}
+
+impl Forget for MondrianForestClassifier {
+    fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        MondrianForestClassifier::forget(self, ids)
+    }
+    fn n_points(&self) -> usize {
+        MondrianForestClassifier::n_points(self)
+    }
+    fn point_ids(&self) -> Vec<u64> {
+        MondrianForestClassifier::point_ids(self)
+    }
+}
+
+impl Weighed for MondrianForestClassifier {
+    fn weight_setting(&self) -> &FeatureWeights {
+        &self.params.feature_weights
+    }
+    fn pilot_params(&self) -> ClassifierParams {
+        ClassifierParams {
+            seed: pilot_seed(self.params.seed),
+            feature_weights: FeatureWeights::Uniform,
+            ..self.params.clone()
+        }
+    }
+    fn with_weights(params: &ClassifierParams, weights: FeatureWeights) -> ClassifierParams {
+        ClassifierParams {
+            feature_weights: weights,
+            ..params.clone()
+        }
+    }
+    fn seed(&self) -> u64 {
+        self.params.seed
+    }
+    fn split_scores(&self) -> Vec<f64> {
+        MondrianForestClassifier::split_scores(self)
+    }
+    fn made_a_split(&self) -> bool {
+        made_a_split(&self.forest.trees)
+    }
+
+    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
+    /// forest's own, with every class of `y` declared, so that a class missing from a
+    /// fold's training rows still gets a probability for its held-out rows.
+    fn cv_params(&self, y: &[usize]) -> ClassifierParams {
+        let k = y.iter().max().map_or(0, |&c| c + 1);
+        ClassifierParams {
+            n_classes: Some(self.params.n_classes.unwrap_or(0).max(k)),
+            ..self.params.clone()
+        }
+    }
+
+    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)`.
+    fn held_out_loss<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+    ) -> Result<f64> {
+        let k = self.n_classes;
+        let proba = self.predict_proba(x, n_features)?;
+        Ok(-proba
+            .chunks_exact(k)
+            .zip(y)
+            .map(|(p, &c)| p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln())
+            .sum::<f64>())
     }
 }

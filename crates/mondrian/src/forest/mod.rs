@@ -27,7 +27,8 @@ pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, 
 
 pub(crate) use pool::Pool;
 pub(crate) use relevance::{
-    cv_folds, pilot_seed, pilot_weights, relevance_methods, shares, split_relevance, split_rows,
+    cv_folds, initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed,
+    shares, split_relevance, split_rows, Weighed,
 };
 pub(crate) use store::PointStore;
 

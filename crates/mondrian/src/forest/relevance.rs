@@ -7,8 +7,18 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{mix64, TreeUnit};
-use crate::data::{FeatureValue, Rows, RELEVANCE_CV_FOLDS};
+use crate::data::{
+    FeatureValue, FeatureWeights, RelevanceChoice, Rows, RELEVANCE_CV_FOLDS, RELEVANCE_CV_POWERS,
+};
 use crate::error::{MondrianError, Result};
+use crate::model::{Fit, Model, Params};
+
+/// Whether any of the trees made a split.
+pub(crate) fn made_a_split<S>(trees: &[TreeUnit<S>]) -> bool {
+    trees
+        .iter()
+        .any(|u| u.tree.root().is_some_and(|r| u.tree.children(r).is_some()))
+}
 
 /// Feature scores for [`FeatureWeights::Relevance`](crate::data::FeatureWeights): the
 /// impurity each split removes, `I(node) − I(left) − I(right)` clamped at 0, summed by split
@@ -35,191 +45,192 @@ pub(crate) fn split_relevance<S>(
     score
 }
 
-/// The methods every forest has around feature weights: the relevance pilot (built from
-/// the forest's parameters by `$pilot`), its cross-validated power, `learn_relevance`,
-/// `learn_feature_weights`, `feature_importances` and `feature_weights`. The model supplies
-/// `split_scores`, `cv_params` (its parameters for the cross-validation's forests) and
-/// `held_out_loss`.
-macro_rules! relevance_methods {
-    ($model:ident, $params:ident, $target:ty, |$p:ident| $pilot:expr) => {
-        impl $model {
-            /// The weights the first training call fixes on `rows` (`None`: all 1), with
-            /// the cross-validated choice behind them if there was one.
-            fn initial_weights<T: FeatureValue>(
-                &self,
-                rows: &Rows<T>,
-                y: &[$target],
-            ) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)> {
-                Ok(match &self.params.feature_weights {
-                    FeatureWeights::Uniform => (None, None),
-                    FeatureWeights::Given(w) => (Some(w.clone()), None),
-                    FeatureWeights::Relevance { power } => {
-                        (Some(self.relevance(rows, y, *power)?), None)
-                    }
-                    FeatureWeights::RelevanceCv => {
-                        let (w, choice) = self.relevance_cv(rows, y)?;
-                        (Some(w), Some(choice))
-                    }
-                })
-            }
-
-            /// A pilot forest with uniform weights grown on the rows; its
-            /// [`split_scores`](Self::split_scores) give the relevance weights.
-            fn pilot<T: FeatureValue>(&self, rows: &Rows<T>, y: &[$target]) -> Result<Self> {
-                let $p = $params {
-                    seed: super::pilot_seed(self.params.seed),
-                    feature_weights: FeatureWeights::Uniform,
-                    ..self.params.clone()
-                };
-                let mut pilot = $model::new($pilot)?;
-                pilot.fit(rows.values(), rows.n_features(), y)?;
-                Ok(pilot)
-            }
-
-            /// [`FeatureWeights::Relevance`](crate::FeatureWeights) at `power` (0: all 1).
-            fn relevance<T: FeatureValue>(
-                &self,
-                rows: &Rows<T>,
-                y: &[$target],
-                power: f64,
-            ) -> Result<Vec<f64>> {
-                if power == 0.0 {
-                    return Ok(vec![1.0; rows.n_features()]);
-                }
-                let pilot = self.pilot(rows, y)?;
-                super::pilot_weights(
-                    &pilot.forest.trees,
-                    pilot.split_scores(),
-                    rows.n_rows(),
-                    power,
-                )
-            }
-
-            /// [`FeatureWeights::RelevanceCv`](crate::FeatureWeights): the power by
-            /// cross-validation, then the weights at that power on all rows.
-            fn relevance_cv<T: FeatureValue>(
-                &self,
-                rows: &Rows<T>,
-                y: &[$target],
-            ) -> Result<(Vec<f64>, RelevanceChoice)> {
-                let (n, d) = (rows.n_rows(), rows.n_features());
-                let folds = super::cv_folds(
-                    n,
-                    super::pilot_seed(self.params.seed),
-                    ("feature_weights", "relevance:cv"),
-                )?;
-                let base = self.cv_params(y);
-                let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
-                for held in &folds {
-                    let (fit_x, fit_y, val_x, val_y) = super::split_rows(rows, y, held);
-                    let fit_rows = Rows::new(&fit_x, d)?;
-                    let pilot = self.pilot(&fit_rows, &fit_y)?;
-                    let scores = pilot.split_scores();
-                    for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
-                        let weights = match power {
-                            0.0 => FeatureWeights::Uniform,
-                            _ => FeatureWeights::Given(super::pilot_weights(
-                                &pilot.forest.trees,
-                                scores.clone(),
-                                fit_rows.n_rows(),
-                                power,
-                            )?),
-                        };
-                        let mut forest = $model::new($params {
-                            feature_weights: weights,
-                            ..base.clone()
-                        })?;
-                        forest.fit(&fit_x, d, &fit_y)?;
-                        *total += forest.held_out_loss(&val_x, d, &val_y)?;
-                    }
-                }
-                let choice = RelevanceChoice::best_of(
-                    RELEVANCE_CV_POWERS
-                        .iter()
-                        .zip(&loss)
-                        .map(|(&p, &l)| (p, l / n as f64))
-                        .collect(),
-                );
-                Ok((self.relevance(rows, y, choice.power)?, choice))
-            }
-
-            /// The weights [`FeatureWeights::Relevance`](crate::FeatureWeights) would learn
-            /// from these rows (the pilot forest of this forest's parameters), without
-            /// training this forest. A stream can learn them from a sample and pass them
-            /// as [`FeatureWeights::Given`](crate::FeatureWeights).
-            pub fn learn_relevance<T: FeatureValue>(
-                &self,
-                x: &[T],
-                n_features: usize,
-                y: &[$target],
-                power: f64,
-            ) -> Result<Vec<f64>> {
-                FeatureWeights::Relevance { power }.validate(None)?;
-                self.relevance(&Rows::new(x, n_features)?, y, power)
-            }
-
-            /// The weights this forest's first training call would fix on these rows, as
-            /// weights to give a stream up front so that it sees the features a batch fit
-            /// sees: learnt ones (`Relevance`, `RelevanceCv`) become
-            /// [`FeatureWeights::Given`](crate::FeatureWeights), with the cross-validated
-            /// choice if one ran; other settings come back unchanged.
-            pub fn learn_feature_weights<T: FeatureValue>(
-                &self,
-                x: &[T],
-                n_features: usize,
-                y: &[$target],
-            ) -> Result<(FeatureWeights, Option<RelevanceChoice>)> {
-                let rows = Rows::new(x, n_features)?;
-                rows.validate(None)?;
-                if y.len() != rows.n_rows() {
-                    return Err(MondrianError::LengthMismatch {
-                        n_rows: rows.n_rows(),
-                        n_labels: y.len(),
-                    });
-                }
-                let (weights, choice) = self.initial_weights(&rows, y)?;
-                Ok((
-                    weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
-                    choice,
-                ))
-            }
-
-            /// The cross-validated choice of [`FeatureWeights::RelevanceCv`]
-            /// (crate::FeatureWeights), once trained with it.
-            pub fn relevance_choice(&self) -> Option<&RelevanceChoice> {
-                self.forest.store.relevance.as_ref()
-            }
-
-            /// [`split_scores`](Self::split_scores) divided by their sum (all 0 when no
-            /// split removed anything): the share of explained impurity per feature.
-            pub fn feature_importances(&self) -> Vec<f64> {
-                super::shares(self.split_scores())
-            }
-
-            /// The feature weights in use, once trained (all 1 unless set or learnt).
-            pub fn feature_weights(&self) -> Option<&[f64]> {
-                self.forest.store.scaler.as_ref().map(|s| s.weights())
-            }
-        }
-    };
+/// What relevance weighting asks of a model (crate-internal): the parameters of its pilot
+/// and cross-validation forests, its split scores and its held-out loss. The weights
+/// themselves are computed once, here, for every model.
+pub(crate) trait Weighed: Model {
+    /// The feature-weight setting the model was made with.
+    fn weight_setting(&self) -> &FeatureWeights;
+    /// The parameters of the pilot forest behind learnt weights: the model's own, with
+    /// uniform weights, the pilot seed, and nothing the pilot's scores do not need.
+    fn pilot_params(&self) -> Self::Params;
+    /// The parameters of the forests the cross-validation of the power compares.
+    fn cv_params(&self, y: &[Self::Target]) -> Self::Params;
+    /// `params` with other feature weights.
+    fn with_weights(params: &Self::Params, weights: FeatureWeights) -> Self::Params;
+    /// The model's seed.
+    fn seed(&self) -> u64;
+    /// Impurity its splits remove, per feature.
+    fn split_scores(&self) -> Vec<f64>;
+    /// Whether any tree made a split.
+    fn made_a_split(&self) -> bool;
+    /// Loss of held-out rows, summed (log-loss, NLPD).
+    fn held_out_loss<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[Self::Target],
+    ) -> Result<f64>;
 }
-pub(crate) use relevance_methods;
+
+/// The weights the first training call of `model` fixes on `rows` (`None`: all 1), with
+/// the cross-validated choice behind them if there was one.
+pub(crate) fn initial_weights<M, T>(
+    model: &M,
+    rows: &Rows<T>,
+    y: &[M::Target],
+) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    Ok(match model.weight_setting() {
+        FeatureWeights::Uniform => (None, None),
+        FeatureWeights::Given(w) => (Some(w.clone()), None),
+        FeatureWeights::Relevance { power } => (Some(relevance(model, rows, y, *power)?), None),
+        FeatureWeights::RelevanceCv => {
+            let (w, choice) = relevance_cv(model, rows, y)?;
+            (Some(w), Some(choice))
+        }
+    })
+}
+
+/// A pilot forest with uniform weights grown on the rows; its split scores give the
+/// relevance weights.
+fn pilot<M, T>(model: &M, rows: &Rows<T>, y: &[M::Target]) -> Result<M>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    let mut pilot = M::with_params(model.pilot_params().check()?);
+    pilot.fit(rows.values(), rows.n_features(), y)?;
+    Ok(pilot)
+}
+
+/// [`FeatureWeights::Relevance`] at `power` (0: all 1).
+fn relevance<M, T>(model: &M, rows: &Rows<T>, y: &[M::Target], power: f64) -> Result<Vec<f64>>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    if power == 0.0 {
+        return Ok(vec![1.0; rows.n_features()]);
+    }
+    let pilot = pilot(model, rows, y)?;
+    pilot_weights(
+        pilot.made_a_split(),
+        pilot.split_scores(),
+        rows.n_rows(),
+        power,
+    )
+}
+
+/// [`FeatureWeights::RelevanceCv`]: the power by cross-validation, then the weights at
+/// that power on all rows.
+fn relevance_cv<M, T>(
+    model: &M,
+    rows: &Rows<T>,
+    y: &[M::Target],
+) -> Result<(Vec<f64>, RelevanceChoice)>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    let (n, d) = (rows.n_rows(), rows.n_features());
+    let folds = cv_folds(
+        n,
+        pilot_seed(model.seed()),
+        ("feature_weights", "relevance:cv"),
+    )?;
+    let base = model.cv_params(y);
+    let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
+    for held in &folds {
+        let (fit_x, fit_y, val_x, val_y) = split_rows(rows, y, held);
+        let fit_rows = Rows::new(&fit_x, d)?;
+        let pilot = pilot(model, &fit_rows, &fit_y)?;
+        let scores = pilot.split_scores();
+        for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
+            let weights = match power {
+                0.0 => FeatureWeights::Uniform,
+                _ => FeatureWeights::Given(pilot_weights(
+                    pilot.made_a_split(),
+                    scores.clone(),
+                    fit_rows.n_rows(),
+                    power,
+                )?),
+            };
+            let mut forest = M::with_params(M::with_weights(&base, weights).check()?);
+            forest.fit(&fit_x, d, &fit_y)?;
+            *total += forest.held_out_loss(&val_x, d, &val_y)?;
+        }
+    }
+    let choice = RelevanceChoice::best_of(
+        RELEVANCE_CV_POWERS
+            .iter()
+            .zip(&loss)
+            .map(|(&p, &l)| (p, l / n as f64))
+            .collect(),
+    );
+    Ok((relevance(model, rows, y, choice.power)?, choice))
+}
+
+/// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot forest
+/// of the model's parameters), without training the model.
+pub(crate) fn learn_relevance<M, T>(
+    model: &M,
+    x: &[T],
+    n_features: usize,
+    y: &[M::Target],
+    power: f64,
+) -> Result<Vec<f64>>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    FeatureWeights::Relevance { power }.validate(None)?;
+    relevance(model, &Rows::new(x, n_features)?, y, power)
+}
+
+/// The weights the model's first training call would fix on these rows, as weights to give
+/// a stream up front: learnt ones become [`FeatureWeights::Given`], with the
+/// cross-validated choice if one ran; other settings come back unchanged.
+pub(crate) fn learn_feature_weights<M, T>(
+    model: &M,
+    x: &[T],
+    n_features: usize,
+    y: &[M::Target],
+) -> Result<(FeatureWeights, Option<RelevanceChoice>)>
+where
+    M: Weighed + Fit<T>,
+    T: FeatureValue,
+{
+    let rows = Rows::new(x, n_features)?;
+    rows.validate(None)?;
+    if y.len() != rows.n_rows() {
+        return Err(MondrianError::LengthMismatch {
+            n_rows: rows.n_rows(),
+            n_labels: y.len(),
+        });
+    }
+    let (weights, choice) = initial_weights(model, &rows, y)?;
+    Ok((
+        weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
+        choice,
+    ))
+}
 
 /// The relevance weights of a fitted pilot forest, `w_d = (score_d / max score)^power` with
 /// weights below [`MIN_WEIGHT`](crate::data::MIN_WEIGHT) set to 0; all 1 when no split
 /// removed anything (constant targets). An error when none of its trees could split (too
 /// few points, or a single label), since its scores would then say nothing about the
 /// features.
-pub(crate) fn pilot_weights<S>(
-    pilot: &[TreeUnit<S>],
+pub(crate) fn pilot_weights(
+    made_a_split: bool,
     scores: Vec<f64>,
     n_rows: usize,
     power: f64,
 ) -> Result<Vec<f64>> {
-    let split = pilot
-        .iter()
-        .any(|u| u.tree.root().is_some_and(|r| u.tree.children(r).is_some()));
-    if !split {
+    if !made_a_split {
         return Err(MondrianError::InvalidParameter {
             name: "feature_weights",
             reason: format!(

@@ -11,12 +11,13 @@ pub use predict::RegressionPrediction;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{
-    FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_TARGET, MAX_THREADS,
-    RELEVANCE_CV_POWERS,
-};
+use crate::data::{FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_TARGET, MAX_THREADS};
 use crate::error::{MondrianError, Result};
-use crate::forest::{split_relevance, Forest, ForestSummary, Growth, PointStore, Pool};
+use crate::forest::{
+    initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed, shares,
+    split_relevance, Forest, ForestSummary, Growth, PointStore, Pool, Weighed,
+};
+use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict};
 use crate::stats::gaussian::{
     estimate_theta, Estimate, GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments,
     Theta, Upward,
@@ -95,30 +96,11 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
     }
 }
 
-super::relevance_methods!(MondrianForestRegressor, RegressorParams, f64, |p| {
-    RegressorParams {
-        // The pilot only needs its trees: the fast mode skips the messages,
-        // and no intervals, so no calibration.
-        mode: PredictionMode::Fast,
-        hyper: HyperSettings::default(),
-        calibration: Calibration::None,
-        ..p
-    }
-});
-
 crate::persist::persistent_model!(MondrianForestRegressor, "mondrian-forest-regressor");
 impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
-        params.validate()?;
-        RegressorState {
-            forest: Forest::new(params.n_threads),
-            params,
-            labels: Moments::default(),
-            calibration: None,
-        }
-        .try_into()
-        .map_err(|e: super::DecodeError| e.0)
+        Ok(Self::with_params(params.check()?))
     }
 
     /// The hyper-parameters.
@@ -317,7 +299,7 @@ impl MondrianForestRegressor {
     fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
         let mut store = PointStore::new();
         store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = self.initial_weights(rows, y)?;
+        let (weights, choice) = initial_weights(self, rows, y)?;
         if let Some(w) = weights {
             store.reweight(&w)?;
         }
@@ -404,6 +386,47 @@ impl MondrianForestRegressor {
         };
     }
 
+    /// The weights [`FeatureWeights::Relevance`] would learn from these rows, without
+    /// training this forest (as for the classifier's
+    /// [`learn_relevance`](crate::MondrianForestClassifier::learn_relevance)).
+    pub fn learn_relevance<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        power: f64,
+    ) -> Result<Vec<f64>> {
+        learn_relevance(self, x, n_features, y, power)
+    }
+
+    /// The weights this forest's first training call would fix on these rows (as for the
+    /// classifier's
+    /// [`learn_feature_weights`](crate::MondrianForestClassifier::learn_feature_weights)).
+    pub fn learn_feature_weights<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<(FeatureWeights, Option<RelevanceChoice>)> {
+        learn_feature_weights(self, x, n_features, y)
+    }
+
+    /// The cross-validated choice of [`FeatureWeights::RelevanceCv`], once trained with it.
+    pub fn relevance_choice(&self) -> Option<&RelevanceChoice> {
+        self.forest.store.relevance.as_ref()
+    }
+
+    /// [`split_scores`](Self::split_scores) divided by their sum: the share of explained
+    /// squared error per feature.
+    pub fn feature_importances(&self) -> Vec<f64> {
+        shares(self.split_scores())
+    }
+
+    /// The feature weights in use, once trained (all 1 unless set or learnt).
+    pub fn feature_weights(&self) -> Option<&[f64]> {
+        self.forest.store.scaler.as_ref().map(|s| s.weights())
+    }
+
     /// Size and depth statistics.
     pub fn summary(&self) -> ForestSummary {
         self.forest.summary()
@@ -441,5 +464,107 @@ impl MondrianForestRegressor {
             }
             _ => Ok(()),
         }
+    }
+}
+
+impl Params for RegressorParams {
+    fn validate(&self) -> Result<()> {
+        RegressorParams::validate(self)
+    }
+}
+
+impl Model for MondrianForestRegressor {
+    type Target = f64;
+    type Params = RegressorParams;
+
+    fn with_params(params: Checked<RegressorParams>) -> Self {
+        let params = params.into_inner();
+        MondrianForestRegressor {
+            forest: Forest::new(params.n_threads),
+            params,
+            labels: Moments::default(),
+            labels_released: 0,
+            calibration: None,
+            theta: None,
+            messages: Vec::new(),
+        }
+    }
+    fn params(&self) -> &RegressorParams {
+        &self.params
+    }
+}
+
+impl<T: FeatureValue> Fit<T> for MondrianForestRegressor {
+    fn fit(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
+        MondrianForestRegressor::fit(self, x, n_features, y)
+    }
+}
+
+impl<T: FeatureValue> PartialFit<T> for MondrianForestRegressor {
+    fn partial_fit(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
+        MondrianForestRegressor::partial_fit(self, x, n_features, y)
+    }
+}
+
+impl<T: FeatureValue> Predict<T> for MondrianForestRegressor {
+    type Prediction = RegressionPrediction;
+    fn predict(&self, x: &[T], n_features: usize) -> Result<RegressionPrediction> {
+        MondrianForestRegressor::predict(self, x, n_features)
+    }
+}
+
+impl Forget for MondrianForestRegressor {
+    fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        MondrianForestRegressor::forget(self, ids)
+    }
+    fn n_points(&self) -> usize {
+        MondrianForestRegressor::n_points(self)
+    }
+    fn point_ids(&self) -> Vec<u64> {
+        MondrianForestRegressor::point_ids(self)
+    }
+}
+
+impl Weighed for MondrianForestRegressor {
+    fn weight_setting(&self) -> &FeatureWeights {
+        &self.params.feature_weights
+    }
+    fn pilot_params(&self) -> RegressorParams {
+        RegressorParams {
+            seed: pilot_seed(self.params.seed),
+            feature_weights: FeatureWeights::Uniform,
+            // The pilot only needs its trees: the fast mode skips the messages, and no
+            // intervals, so no calibration.
+            mode: PredictionMode::Fast,
+            hyper: HyperSettings::default(),
+            calibration: Calibration::None,
+            ..self.params.clone()
+        }
+    }
+    /// This forest's own parameters, without calibration.
+    fn cv_params(&self, _y: &[f64]) -> RegressorParams {
+        RegressorParams {
+            calibration: Calibration::None,
+            ..self.params.clone()
+        }
+    }
+    fn with_weights(params: &RegressorParams, weights: FeatureWeights) -> RegressorParams {
+        RegressorParams {
+            feature_weights: weights,
+            ..params.clone()
+        }
+    }
+    fn seed(&self) -> u64 {
+        self.params.seed
+    }
+    fn split_scores(&self) -> Vec<f64> {
+        MondrianForestRegressor::split_scores(self)
+    }
+    fn made_a_split(&self) -> bool {
+        made_a_split(&self.forest.trees)
+    }
+    /// Negative log predictive density of held-out rows, summed (the NLPD's numerator).
+    fn held_out_loss<T: FeatureValue>(&self, x: &[T], n_features: usize, y: &[f64]) -> Result<f64> {
+        Ok(-self.log_density(x, n_features, y)?.iter().sum::<f64>())
     }
 }

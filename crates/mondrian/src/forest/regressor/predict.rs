@@ -2,7 +2,7 @@
 //! predictive mixture with branch-off, pooled over the trees into moments, densities, CDFs
 //! and intervals.
 
-use super::{Calibration, MondrianForestRegressor, RegressorParams};
+use super::MondrianForestRegressor;
 use crate::data::FeatureValue;
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
@@ -50,25 +50,6 @@ impl RegressionPrediction {
 }
 
 impl MondrianForestRegressor {
-    /// The parameters of the forests [`FeatureWeights::RelevanceCv`] compares: this
-    /// forest's own.
-    pub(super) fn cv_params(&self, _y: &[f64]) -> RegressorParams {
-        RegressorParams {
-            calibration: Calibration::None,
-            ..self.params.clone()
-        }
-    }
-
-    /// Negative log predictive density of held-out rows, summed (the NLPD's numerator).
-    pub(super) fn held_out_loss<T: FeatureValue>(
-        &self,
-        x: &[T],
-        n_features: usize,
-        y: &[f64],
-    ) -> Result<f64> {
-        Ok(-self.log_density(x, n_features, y)?.iter().sum::<f64>())
-    }
-
     /// Squared error of the training targets that the forest's splits remove, summed per
     /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
     /// before training. The splits ignore the targets, so a feature scores by what random
@@ -191,7 +172,7 @@ impl MondrianForestRegressor {
 
     /// Central interval at `level` per row from the forest's full predictive mixture (its
     /// quantiles at [`interval_probabilities`](Self::interval_probabilities): `(1 − level)/2`
-    /// and `(1 + level)/2`, or recalibrated ones, see [`Calibration`]), rather than the
+    /// and `(1 + level)/2`, or recalibrated ones, see [`Calibration`](super::Calibration)), rather than the
     /// Gaussian moment match of [`RegressionPrediction::interval`].
     pub fn mixture_interval<T: FeatureValue>(
         &self,
