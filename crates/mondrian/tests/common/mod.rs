@@ -1,11 +1,12 @@
-//! Shared helpers for the statistical test suites (`sampler.rs`, `prediction.rs`,
+//! Shared helpers for the statistical test suites (`sampler*.rs`, `prediction*.rs`,
 //! `deletion.rs`, `windows.rs`, …): small labelled data sets and tree builders (batch,
 //! online in a given order, batch prefix then online, weighted online) here; tree
 //! inspection (canonical signatures, depths, lowest common ancestors) and an invariant
 //! checker written independently of the library's own `check_invariants` in [`inspect`];
 //! the goodness-of-fit machinery (KS, χ², exact binomial) with a Bonferroni-corrected
-//! family of p-values in [`stats`]. Both are re-exported here, so `use common::*;` brings
-//! them in.
+//! family of p-values in [`stats`]; the label model written from the spec, for the
+//! prediction tests, in [`reference`]. `inspect` and `stats` are re-exported here, so
+//! `use common::*;` brings them in.
 //!
 //! Every statistical test of the suite runs at a family-wise level α = 1e-3 (spec §8.4):
 //! a test function collects its p-values in a [`Family`] and fails if any is below
@@ -15,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod inspect;
+pub mod reference;
 pub mod stats;
 
 // Not every test target uses both parts; the re-exports are for `use common::*;`.
