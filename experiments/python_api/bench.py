@@ -65,16 +65,16 @@ DEFAULT_BINARY = REPO_ROOT / "target" / "release" / "mondrian"
 ALL_DATASETS = ["letter", "usps", "satimage", "dna"]
 
 
-def _load_classification_run():
-    """Our own loaders and helpers from experiments/classification/run.py."""
-    path = REPO_ROOT / "experiments" / "classification" / "run.py"
-    spec = importlib.util.spec_from_file_location("classification_run", path)
+def _load_classification_helpers():
+    """Our own loaders and helpers from experiments/classification/helpers.py."""
+    path = REPO_ROOT / "experiments" / "classification" / "helpers.py"
+    spec = importlib.util.spec_from_file_location("classification_helpers", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-CR = _load_classification_run()
+CR = _load_classification_helpers()
 log, find_file, load_csv, write_csv, score = CR.log, CR.find_file, CR.load_csv, CR.write_csv, CR.score
 run_cli, save_json, git_rev, binary_version = CR.run_cli, CR.save_json, CR.git_rev, CR.binary_version
 
