@@ -42,41 +42,22 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUME
 import argparse
 import datetime as _dt
 import gc
-import importlib.metadata
-import importlib.util
-import json
-import math
-import platform
 import resource
-import shlex
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parents[1]
-CACHE_DIR = HERE / ".cache"
+# The data, medians, bookkeeping and our classification helpers are in helpers.py; bench.md is
+# written by report.py.
+from helpers import (CACHE_DIR, HERE, REPO_ROOT, Data, command_line, git_rev, log, machine, med,
+                     run_cli, save_json, score, spread, versions)
+from report import write_md
+
 DEFAULT_DATA_DIR = (REPO_ROOT / ".." / "shared" / "data" / "classification").resolve()
 DEFAULT_BINARY = REPO_ROOT / "target" / "release" / "mondrian"
 ALL_DATASETS = ["letter", "usps", "satimage", "dna"]
-
-
-def _load_classification_run():
-    """Our own loaders and helpers from experiments/classification/run.py."""
-    path = REPO_ROOT / "experiments" / "classification" / "run.py"
-    spec = importlib.util.spec_from_file_location("classification_run", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CR = _load_classification_run()
-log, find_file, load_csv, write_csv, score = CR.log, CR.find_file, CR.load_csv, CR.write_csv, CR.score
-run_cli, save_json, git_rev, binary_version = CR.run_cli, CR.save_json, CR.git_rev, CR.binary_version
 
 EVAL_KEYS = ["accuracy", "log_loss", "train_seconds", "predict_seconds", "n_train", "n_test", "trees"]
 
@@ -127,65 +108,7 @@ def parse_args(argv=None):
     return a
 
 
-# ----------------------------------------------------------------------------- data
-
-class Data:
-    """Training/test sets min-max rescaled to [0, 1] with training min/max (as in
-    experiments/classification/run.py), the training rows shuffled with the seed, written as CSV
-    for the CLI and read back, so that Python and the CLI see exactly the same values in the
-    same order."""
-
-    def __init__(self, name, args):
-        self.name = name
-        src_tr, src_te = find_file(args.data_dir, name, "train"), find_file(args.data_dir, name, "test")
-        self.sources = [str(src_tr), str(src_te)]
-        header, X, y = load_csv(src_tr)
-        _, Xt, yt = load_csv(src_te)
-        self.n_train_file, self.n_test_file = len(y), len(yt)
-        rng = np.random.default_rng(0)  # fixed subsample (only with --max-train/--max-test)
-        if args.max_train and args.max_train < len(y):
-            idx = np.sort(rng.choice(len(y), args.max_train, replace=False))
-            X, y = X[idx], y[idx]
-        if args.max_test and args.max_test < len(yt):
-            idx = np.sort(rng.choice(len(yt), args.max_test, replace=False))
-            Xt, yt = Xt[idx], yt[idx]
-        lo, hi = X.min(axis=0), X.max(axis=0)
-        span = np.where(hi > lo, hi - lo, 1.0)
-        X, Xt = (X - lo) / span, (Xt - lo) / span
-        perm = np.random.default_rng(args.seed).permutation(len(y))
-        X, y = X[perm], y[perm]
-        sub = f"_sub{len(y)}x{len(yt)}" if (len(y), len(yt)) != (self.n_train_file, self.n_test_file) else ""
-        self.train_csv = CACHE_DIR / f"{name}_train_scaled01_perm{args.seed}{sub}.csv"
-        self.test_csv = CACHE_DIR / f"{name}_test_scaled01{sub}.csv"
-        for path, A, b, src in ((self.train_csv, X, y, src_tr), (self.test_csv, Xt, yt, src_te)):
-            if not path.exists() or path.stat().st_mtime < src.stat().st_mtime:
-                write_csv(path, header, A, b)
-        self.header, self.X, self.y = load_csv(self.train_csv)
-        _, self.Xt, self.yt = load_csv(self.test_csv)
-        self.names = self.header[:-1]
-        self.n_features = self.X.shape[1]
-        self.n_classes = int(max(self.y.max(), self.yt.max())) + 1
-        self.n_constant = int(np.sum(self.X.max(axis=0) == self.X.min(axis=0)))
-
-    def info(self):
-        return dict(name=self.name, sources=self.sources, train_csv=str(self.train_csv),
-                    test_csv=str(self.test_csv), n_train=len(self.y), n_test=len(self.yt),
-                    n_train_file=self.n_train_file, n_test_file=self.n_test_file,
-                    n_features=self.n_features, n_classes=self.n_classes,
-                    constant_features_in_train=self.n_constant)
-
-
 # ----------------------------------------------------------------------------- helpers
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def spread(xs):
-    xs = [x for x in xs if x is not None]
-    return (min(xs), max(xs)) if xs else (None, None)
-
 
 def _libc():
     try:
@@ -550,208 +473,6 @@ def run_profile(ds, args):
     log(f"  wrote {path}")
     return str(path)
 
-
-# ----------------------------------------------------------------------------- bookkeeping
-
-def machine():
-    m = CR.machine()
-    try:
-        m["physical_cores"] = len({(l.split(":")[1].strip()) for l in open("/proc/cpuinfo")
-                                   if l.startswith("core id")}) or None
-    except OSError:
-        pass
-    try:
-        m["cpu_mhz"] = [l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("cpu MHz")][:1]
-    except OSError:
-        pass
-    m["affinity_cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return m
-
-
-def versions(args):
-    v = {"python": platform.python_version()}
-    for pkg in ("mondrian-ml", "numpy", "scikit-learn", "river", "pandas", "scipy"):
-        try:
-            v[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            v[pkg] = None
-    import mondrian_ml
-    import mondrian_ml._core as core
-    v["mondrian_ml_path"] = str(Path(mondrian_ml.__file__).parent)
-    v["mondrian_ml_core_mtime"] = _dt.datetime.fromtimestamp(Path(core.__file__).stat().st_mtime).isoformat(timespec="seconds")
-    v["mondrian_cli"] = binary_version(args.mondrian)
-    v["mondrian_cli_mtime"] = _dt.datetime.fromtimestamp(args.mondrian.stat().st_mtime).isoformat(timespec="seconds")
-    return v
-
-
-def command_line():
-    script = Path(sys.argv[0]).resolve()
-    try:
-        script = script.relative_to(REPO_ROOT)
-    except ValueError:
-        pass
-    prefix = "" if Path.cwd().resolve() == REPO_ROOT else f"cd {REPO_ROOT} && "
-    py = Path(sys.executable)
-    try:
-        py = py.relative_to(REPO_ROOT)
-    except ValueError:
-        pass
-    return prefix + shlex.join([str(py), str(script), *sys.argv[1:]])
-
-
-# ----------------------------------------------------------------------------- report
-
-def f3(v, fmt="{:.3f}"):
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
-
-
-def rng_s(r, fmt="{:.3f}"):
-    return f"[{f3(r[0], fmt)}–{f3(r[1], fmt)}]" if r and r[0] is not None else ""
-
-
-def pct(v):
-    return "–" if v is None else f"{v:+.1f} %"
-
-
-def dataset_md(name, D, meta):
-    cfg = meta["config"]
-    info = D["info"]
-    L = [f"## {name}", "",
-         f"N_train = {info['n_train']}, N_test = {info['n_test']}, D = {info['n_features']}, "
-         f"K = {info['n_classes']}" + (f" (subsampled from {info['n_train_file']}/{info['n_test_file']})"
-                                        if info['n_train'] != info['n_train_file'] or info['n_test'] != info['n_test_file'] else "")
-         + f"; load average before/after: {D.get('loadavg_before')} / {D.get('loadavg_after')}", ""]
-    B = D.get("batch")
-    if B:
-        S = B["summary"]
-        L += [f"### Batch: {cfg['trees']} trees, one thread",
-              "",
-              f"Medians over {cfg['reps']} interleaved repetitions [min–max]; scikit-learn: median of "
-              f"{cfg['sklearn_reps']} fit(s).", "",
-              "| method | accuracy | fit s | predict_proba s (test set) | minor page faults in fit |",
-              "|---|---|---|---|---|"]
-        rel = "heap released before" if cfg.get("release_heap") else "heap NOT released"
-        rows = [(f"ours, Python `MondrianForestClassifier.fit` / `.predict_proba` ({rel})", S["python"]),
-                ("ours, Python `ClassifierCore` directly (no sklearn validation; " + rel + ")", S["core"]),
-                ("ours, Rust: CLI `eval --threads 1` (`train_seconds` / `predict_seconds`; fresh process)", S["cli"]),
-                ("ours, Python estimator again right after, heap not released (\"warm heap\")", S["python_warm"])]
-        for label, s in rows:
-            flt = s.get("fit_faults_median")
-            flt = "–" if flt is None else f"{flt:,.0f}" + (" (whole process)" if s is S["cli"] else "")
-            L.append(f"| {label} | {'/'.join(f'{a:.4f}' for a in s['accuracies'])} | "
-                     f"{f3(s['fit_median'])} {rng_s(s['fit_range'])} | {f3(s['predict_median'])} {rng_s(s['predict_range'])} | {flt} |")
-        for key, s in (D.get("sklearn") or {}).items():
-            L.append(f"| scikit-learn {s['label']}, n_jobs=1 | {s['accuracy']:.4f} | {f3(s['fit_median'])} | "
-                     f"{f3(s['predict_median'])} | |")
-        cl = B["runs"]["cli"][0]
-        if cl.get("model_bytes"):
-            L += ["", f"Forest size (CLI summary): {cl['n_nodes']:,} nodes, {cl['model_bytes'] / 2**20:,.0f} MiB."]
-        L.append("")
-        O = B["overhead"]
-        L += ["#### Python overhead over the Rust library (batch)", "",
-              "| | Python s | core s | Rust (CLI) s | **overhead** Python/Rust − 1 (medians) | "
-              "median of paired per-rep ratios − 1 | core/Rust − 1 | Python/core − 1 | warm-heap Python/Rust − 1 |",
-              "|---|---|---|---|---|---|---|---|---|"]
-        for what, label in (("fit", "fit"), ("predict", "predict_proba")):
-            o = O[what]
-            L.append(f"| {label} | {f3(o['python_median'])} | {f3(o['core_median'])} | {f3(o['rust_median'])} | "
-                     f"**{pct(o['overhead_pct_of_medians'])}** | {pct(o['overhead_pct_paired_median'])} | "
-                     f"{pct(o['core_overhead_pct_of_medians'])} | {pct(o['wrapper_vs_core_pct_of_medians'])} | "
-                     f"{pct(o['warm_overhead_pct_of_medians'])} |")
-        c = B["same_model_check"]
-        L += ["", ("Same-model check: **passed**, Python (estimator and core) and CLI give the same accuracy "
-                   f"({'/'.join(f'{a:.4f}' for a in c['accuracies']['cli'])}) in every run, log losses within "
-                   f"{c['log_loss_spread']:.1e}." if c["ok"] else
-                   f"Same-model check: **FAILED**: {c}"), ""]
-    St = D.get("streams")
-    if St:
-        S, P, A = St["summary"], St["per_point"], St.get("amf")
-        n = info["n_train"]
-        T = cfg["stream_trees"]
-        L += [f"### Streams: {T} trees, one point at a time", "",
-              f"Same stream for all: the training file order (shuffled once with seed {cfg['seed']}). "
-              f"Ours: medians over {cfg['reps']} interleaved repetitions [min–max]; AMF: one run"
-              + (f", time budget {cfg['amf_budget']:g} s" if cfg.get("amf_budget") else "") + ".", "",
-              "| method | points learned | learn s | µs / point | throughput points×trees/s | test accuracy | minor page faults in learning |",
-              "|---|---|---|---|---|---|---|"]
-        if A:
-            L.append(f"| river `AMFClassifier(n_estimators={T})` `learn_one` | {A['n_learned']}/{A['n_train']}"
-                     f"{' (budget reached)' if A['capped'] else ''} | {A['learn_seconds']:.2f} | {A['us_per_point']:.1f} | "
-                     f"{A['throughput']:.3g} | {A['accuracy']:.4f} | |")
-        for key, label in (("python", f"ours, Python `learn_one` (dicts)"),
-                           ("core", "ours, Python `ClassifierCore.partial_fit_one` (lists)"),
-                           ("cli", "ours, Rust: CLI `eval --online --threads 1`")):
-            s = S[key]
-            L.append(f"| {label} | {n}/{n} | {f3(s['learn_median'])} {rng_s(s['learn_range'])} | "
-                     f"{s['us_per_point']:.1f} | {s['throughput']:.3g} | {'/'.join(f'{a:.4f}' for a in s['accuracies'])} | "
-                     f"{'–' if s.get('faults_median') is None else format(s['faults_median'], ',.0f')}"
-                     f"{' (whole process)' if key == 'cli' else ''} |")
-        L.append("")
-        if A and A["throughput"]:
-            L.append(f"Throughput ratio, ours (Python `learn_one`) / AMF: **{S['python']['throughput'] / A['throughput']:.0f}×**"
-                     f" (ours via the CLI / AMF: {S['cli']['throughput'] / A['throughput']:.0f}×). "
-                     f"Test prediction one point at a time (`predict_proba_one`): ours "
-                     f"{S['python']['predict_one_us_per_point']:.1f} µs/point, AMF "
-                     f"{1e6 * A['predict_one_seconds'] / info['n_test']:.0f} µs/point.")
-            L.append("")
-        L += ["#### Per-point `learn_one` overhead", "",
-              "| Rust `partial_fit` per point (CLI `--online`) | Python `learn_one` | **difference** | "
-              "median of paired per-rep differences | split: core `partial_fit_one` on a list − Rust | "
-              "split: `learn_one` − core (dict → list, label lookup) |",
-              "|---|---|---|---|---|---|",
-              f"| {P['rust_us']:.1f} µs | {P['python_us']:.1f} µs | **{P['diff_us']:+.1f} µs ({P['diff_pct']:+.0f} %)** | "
-              f"{P['paired_diff_us_median']:+.1f} µs | {P['core_diff_us']:+.1f} µs | {P['learn_one_wrapper_us']:+.1f} µs |", ""]
-        c = St["same_model_check"]
-        L += [("Streamed-model check: Python `learn_one`, the core and CLI `--online` give the same test accuracy "
-               f"({'/'.join(f'{a:.4f}' for a in c['accuracies']['cli'])}); `predict_proba` on the array agrees."
-               if c["ok"] else f"Streamed-model check: accuracies differ: {c['accuracies']}, array predict "
-               f"{c['accuracy_array_predict']:.4f}"), ""]
-    return L
-
-
-def write_md(results, path):
-    meta = results["meta"]
-    cfg, m, v = meta["config"], meta["machine"], meta["versions"]
-    L = ["# `mondrian_ml` (Python) speed: against the Rust CLI, scikit-learn and river", ""]
-    if cfg["quick"]:
-        L += ["> **QUICK SMOKE RUN** (subsampled data, 2 repetitions, short AMF budget): not a result.", ""]
-    L += ["Produced by:", "", "```", meta["command"], "```", "",
-          f"- date: started {meta['started']}, finished {meta.get('finished', '(unfinished)')} "
-          f"({meta.get('wall_seconds', float('nan')) / 60:.1f} min)",
-          f"- machine: {m.get('cpu')}, {m.get('logical_cores')} logical cores ({m.get('affinity_cores')} usable), "
-          f"{m.get('memory')} RAM, {m.get('platform')}; shared with other work, so timings are noisy (±20 %)",
-          f"- software: Python {v['python']}, mondrian-ml {v['mondrian-ml']} (`_core` built {v['mondrian_ml_core_mtime']}), "
-          f"numpy {v['numpy']}, scikit-learn {v['scikit-learn']}, river {v['river']}, pandas {v['pandas']}; "
-          f"CLI `{cfg['mondrian']}` ({v['mondrian_cli']}, built {v['mondrian_cli_mtime']}); repo {meta['git']}",
-          "",
-          "Protocol:", "",
-          "- Features min–max rescaled to [0, 1] with training-set min/max; training rows shuffled once with "
-          f"`numpy.random.default_rng({cfg['seed']})`; both written as CSV (9 significant digits) to "
-          "`experiments/python_api/.cache/` and read back, so Python and the CLI use identical values in the same order.",
-          f"- Seed {cfg['seed']} everywhere (`random_state`, `--seed`, `seed`). All single-threaded "
-          "(`n_jobs=1`, `--threads 1`, OMP/BLAS threads 1).",
-          "- Heap: " + ("before every timed Python run the process calls `gc.collect()` and glibc `malloc_trim(0)`, "
-          "so the new forest's pages are faulted in afresh, as in the CLI's fresh process (a forest that reuses "
-          "pages freed by the previous one skips most page faults; the \"warm heap\" row shows that case)."
-          if cfg.get("release_heap") else "NOT released between runs (`--no-release-heap`)."),
-          "- Python times: `time.perf_counter` around the call in this process, after one untimed warm-up. "
-          "Rust times: the CLI's own `train_seconds` / `predict_seconds` (around `fit`/`partial_fit` and "
-          "`predict_proba` in the binary; CSV reading excluded).",
-          f"- Python, core and CLI runs are interleaved; each repetition rotates their order; {cfg['reps']} repetitions; "
-          "medians. Overhead = Python time / Rust time − 1. \"core\" = `mondrian_ml._core.ClassifierCore` called "
-          "directly (private; skips sklearn's `validate_data` etc. and `learn_one`'s dict handling): "
-          "core/Rust − 1 is the cost of the binding and of running inside the Python process, "
-          "Python/core − 1 that of the Python wrapper.",
-          "- Streams: ours `MondrianForestClassifier(n_estimators=T, feature_ranges=[(0.0, 1.0)] * D, "
-          "random_state=S)`; AMF `river.forest.AMFClassifier(n_estimators=T, seed=S)` with defaults. "
-          "Dicts are built before the timed loops. Throughput = points × trees / learn seconds. Test accuracy "
-          "from `predict_proba_one` on every test point (both).",
-          ""]
-    for name, D in results["datasets"].items():
-        L += dataset_md(name, D, meta)
-    if results.get("warnings"):
-        L += ["## Warnings", ""] + [f"- {w}" for w in results["warnings"]] + [""]
-    path.write_text("\n".join(L))
 
 
 # ----------------------------------------------------------------------------- main

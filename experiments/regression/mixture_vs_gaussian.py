@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as R  # noqa: E402
+import helpers as R  # noqa: E402
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import run as R  # noqa: E402  (the main experiment's data and CLI helpers)
+import helpers as R  # noqa: E402  (the main experiment's data and CLI helpers)
 
 
 def main() -> int:

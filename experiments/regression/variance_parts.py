@@ -26,7 +26,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import run as R  # noqa: E402  (the main experiment's data and split helpers)
+import helpers as R  # noqa: E402  (the main experiment's data and split helpers)
 
 from mondrian_ml import MondrianForestRegressor  # noqa: E402
 
