@@ -128,7 +128,8 @@ struct ClassifierCore {
 #[pymethods]
 impl ClassifierCore {
     /// Builds an unfitted forest. `scaling` is `None` / `"first_batch"` (min–max from the
-    /// first training call), `"identity"`, or a list of `(min, max)` per feature.
+    /// first training call), `"identity"`, or a list of `(min, max)` per feature. The
+    /// library checks every value.
     #[new]
     #[pyo3(signature = (
         n_trees = 100,
@@ -372,19 +373,34 @@ impl RegressorCore {
         ))
     }
 
-    /// Central interval at `level` per row from the quantiles of the forest's full
-    /// predictive mixture: (lower, upper).
+    /// Central interval at `level` per row, (lower, upper): with `kind` "mixture" from the
+    /// quantiles of the forest's full predictive mixture (recalibrated if calibrated), with
+    /// "gaussian" mean ± z·sd, the Gaussian moment match of that mixture.
     #[allow(clippy::type_complexity)]
-    fn mixture_interval<'py>(
+    fn interval<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         level: f64,
+        kind: &str,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let gaussian = match kind {
+            "mixture" => false,
+            "gaussian" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "kind must be 'mixture' or 'gaussian', not {other:?}"
+                )))
+            }
+        };
         let model = &self.inner;
         let (lo, hi) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.mixture_interval(v, d, level)))
-                .map_err(py_err)
+            each_precision!(f, v => py.detach(|| if gaussian {
+                model.predict(v, d).and_then(|p| p.interval(level))
+            } else {
+                model.mixture_interval(v, d, level)
+            }))
+            .map_err(py_err)
         })?;
         Ok((lo.into_pyarray(py), hi.into_pyarray(py)))
     }
@@ -533,9 +549,14 @@ macro_rules! common_methods {
             }
 
             /// Worker threads for training and prediction (0: every core). Never changes
-            /// the model.
-            fn set_n_threads(&mut self, n_threads: usize) {
+            /// the model. A count the library's parameters refuse (above its cap) is
+            /// refused with its message, as at construction.
+            fn set_n_threads(&mut self, n_threads: usize) -> PyResult<()> {
+                let mut params = self.inner.params().clone();
+                params.n_threads = n_threads;
+                params.validate().map_err(py_err)?;
                 self.inner.set_n_threads(n_threads);
+                Ok(())
             }
 
             /// Worker threads in use (0: every core).

@@ -12,40 +12,54 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 _FLOATS = [np.float64, np.float32]
-# The library's limits (mondrian::data::MAX_THREADS; counts must fit its 64-bit integers).
-_MAX_THREADS = 1024
-_MAX_COUNT = np.iinfo(np.int64).max
+# The core takes counts as unsigned 64-bit integers.
+_UNSIGNED_LIMIT = 1 << 64
+
+
+def _is_integer(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 class _MondrianBase:
     """Mixin of the estimators: ``n_jobs``, ``random_state``, ``feature_ranges``, the fitted
-    core in ``_core``, river dicts and the library's file format."""
+    core in ``_core``, river dicts and the library's file format.
+
+    Parameter values are checked by the library, whose message comes through as a
+    ``ValueError``; Python checks only what the library cannot see: the types (an int where
+    a count goes, a bool where a flag goes: ``bool("no")`` is True) and the conventions of
+    scikit-learn (``n_jobs``, ``random_state``)."""
 
     def _n_threads(self):
         n_jobs = self.n_jobs
         if n_jobs is None:
             return 1
-        if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+        if not _is_integer(n_jobs) or n_jobs == 0:
             raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
         if n_jobs < 0:
             return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
-        if n_jobs > _MAX_THREADS:
-            raise ValueError(f"n_jobs must be at most {_MAX_THREADS}, got {n_jobs!r}")
         return int(n_jobs)
 
-    def _check_counts(self, *names):
-        """Each named parameter must be an integer ≥ 1."""
-        for name in names:
+    def _check_types(self, *, counts=(), reals=(), flags=(), strings=()):
+        """Each named parameter has the type the core takes: ``counts`` an integer from 0
+        to 2**64 - 1, ``reals`` a real number, ``flags`` a bool, ``strings`` a str. Their
+        ranges are the library's to check."""
+        for name in counts:
             v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 1 <= v <= _MAX_COUNT:
-                raise ValueError(f"{name} must be an integer from 1 to {_MAX_COUNT}, got {v!r}")
-
-    def _check_flags(self, *names):
-        """Each named parameter must be a bool (a string such as "no" is not False)."""
-        for name in names:
+            if not _is_integer(v) or not 0 <= v < _UNSIGNED_LIMIT:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+        for name in reals:
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool):
+                raise ValueError(f"{name} must be a real number, got {v!r}")
+        for name in flags:
+            # A string such as "no" is not False.
             v = getattr(self, name)
             if not isinstance(v, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {v!r}")
+        for name in strings:
+            v = getattr(self, name)
+            if not isinstance(v, str):
+                raise ValueError(f"{name} must be a string, got {v!r}")
 
     def _seed(self):
         rs = self.random_state
@@ -55,35 +69,30 @@ class _MondrianBase:
             return int(rs) % (1 << 64)
         return int(check_random_state(rs).randint(0, np.iinfo(np.int64).max, dtype=np.int64))
 
-    def _scaling(self, n_features):
+    def _scaling(self):
         ranges = self.feature_ranges
         if ranges is None:
             return None
         if isinstance(ranges, str):
+            # The estimators spell the core's "first_batch" as None.
             if ranges != "identity":
                 raise ValueError(
                     f"feature_ranges must be None, 'identity' or (min, max) pairs, got {ranges!r}"
                 )
             return "identity"
         arr = np.asarray(ranges, dtype=np.float64)
-        if arr.shape != (n_features, 2):
+        if arr.ndim != 2 or arr.shape[1] != 2:
             raise ValueError(
-                f"feature_ranges must have shape (n_features, 2) = ({n_features}, 2), "
-                f"got {arr.shape}"
+                f"feature_ranges must be (min, max) pairs, of shape (n_features, 2), "
+                f"got shape {arr.shape}"
             )
         return [(float(lo), float(hi)) for lo, hi in arr]
 
-    def _feature_weights(self, n_features):
+    def _feature_weights(self):
         weights = self.feature_weights
         if weights is None or isinstance(weights, str):
             return weights  # the core reads 'uniform', 'relevance' and 'relevance:P'
-        arr = np.asarray(weights, dtype=np.float64)
-        if arr.shape != (n_features,):
-            raise ValueError(
-                f"feature_weights must hold one weight per feature ({n_features}), "
-                f"got shape {arr.shape}"
-            )
-        return arr.tolist()
+        return np.asarray(weights, dtype=np.float64).tolist()
 
     @property
     def feature_weights_(self):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
@@ -100,7 +98,6 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         dict keys given to ``learn_one``, in order of first appearance).
     feature_weights_ : ndarray of shape (n_features_in_,)
         The feature weights in use (learnt ones with ``feature_weights="relevance"``).
-
     Notes
     -----
     A label that never appeared before may arrive in ``partial_fit`` (unless ``classes``
@@ -148,26 +145,13 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ parameters
 
-    def _check_params(self):
-        self._check_counts("n_estimators", "min_samples_split")
-        self._check_flags("bagging", "pause_on_pure")
-        for name in ("lifetime", "discount_factor"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or np.isnan(v) or v < 0:
-                raise ValueError(f"{name} must be a number ≥ 0, got {v!r}")
-        if self.lifetime == 0:
-            # Trees with λ = 0 never split: the model would only know the label prior.
-            raise ValueError("lifetime must be > 0 (or inf), got 0")
-        if not np.isfinite(self.discount_factor):
-            raise ValueError("discount_factor must be finite")
-        if self.branch_counts not in ("paper", "reference"):
-            raise ValueError(
-                f"branch_counts must be 'paper' or 'reference', got {self.branch_counts!r}"
-            )
-        self._n_threads()
-
-    def _new_core(self, n_features, n_classes=None):
-        self._check_params()
+    def _new_core(self, n_classes=None):
+        self._check_types(
+            counts=("n_estimators", "min_samples_split"),
+            reals=("lifetime", "discount_factor"),
+            flags=("bagging", "pause_on_pure"),
+            strings=("branch_counts",),
+        )
         return ClassifierCore(
             n_trees=int(self.n_estimators),
             lifetime=float(self.lifetime),
@@ -179,8 +163,8 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             min_samples_split=int(self.min_samples_split),
             branch_counts=self.branch_counts,
             n_classes=n_classes,
-            scaling=self._scaling(n_features),
-            feature_weights=self._feature_weights(n_features),
+            scaling=self._scaling(),
+            feature_weights=self._feature_weights(),
         )
 
     # ------------------------------------------------------------------ labels
@@ -217,7 +201,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C")
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
-        core = self._new_core(X.shape[1], n_classes=len(classes))
+        core = self._new_core(n_classes=len(classes))
         core.fit(X, y_index.astype(np.int64, copy=False))
         self._core = core
         self._declared_classes = False
@@ -250,7 +234,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
                 classes = np.unique(classes)
                 if any(_missing(label) for label in classes.tolist()):
                     raise ValueError(f"classes must not hold NaN or None, got {classes!r}")
-            core = self._new_core(X.shape[1], None if classes is None else len(classes))
+            core = self._new_core(None if classes is None else len(classes))
             self._declared_classes = classes is not None
             self._river_names = self._fitted_names()
             self._set_classes(np.unique(y) if classes is None else np.unique(classes))
@@ -301,7 +285,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
                 raise ValueError("x has no features")
             self._river_names = names
             row = self._row_of(x)
-            core = self._new_core(len(names))
+            core = self._new_core()
             self._declared_classes = False
             self._set_classes(_label_array([y]))
             core.partial_fit_one(row, 0)
