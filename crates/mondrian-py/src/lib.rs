@@ -128,8 +128,9 @@ struct ClassifierCore {
 #[pymethods]
 impl ClassifierCore {
     /// Builds an unfitted forest. `scaling` is `None` / `"first_batch"` (min–max from the
-    /// first training call), `"identity"`, or a list of `(min, max)` per feature. The
-    /// library checks every value.
+    /// first training call), `"identity"`, or a list of `(min, max)` per feature; `window`
+    /// keeps only the last that many training points (`None`: all). The library checks
+    /// every value.
     #[new]
     #[pyo3(signature = (
         n_trees = 100,
@@ -144,6 +145,7 @@ impl ClassifierCore {
         n_classes = None,
         scaling = None,
         feature_weights = None,
+        window = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -159,6 +161,7 @@ impl ClassifierCore {
         n_classes: Option<usize>,
         scaling: Option<&Bound<'_, PyAny>>,
         feature_weights: Option<&Bound<'_, PyAny>>,
+        window: Option<usize>,
     ) -> PyResult<Self> {
         let branch_counts = match branch_counts {
             "paper" => BranchCounts::Paper,
@@ -182,7 +185,7 @@ impl ClassifierCore {
             n_classes,
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
-            window: None,
+            window,
         };
         Ok(Self::wrap(
             MondrianForestClassifier::new(params).map_err(py_err)?,
@@ -255,7 +258,8 @@ impl RegressorCore {
 #[pymethods]
 impl RegressorCore {
     /// Builds an unfitted forest. `mode` is "exact", "quadrature" or "fast"; `noise` is
-    /// "thesis", "reference" or a known noise variance; `scaling` as for the classifier.
+    /// "thesis", "reference" or a known noise variance; `scaling` and `window` as for the
+    /// classifier.
     #[new]
     #[pyo3(signature = (
         n_trees = 10,
@@ -272,6 +276,7 @@ impl RegressorCore {
         theta_estimate = "heuristic",
         feature_weights = None,
         calibration = "none",
+        window = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -289,6 +294,7 @@ impl RegressorCore {
         theta_estimate: &str,
         feature_weights: Option<&Bound<'_, PyAny>>,
         calibration: &str,
+        window: Option<usize>,
     ) -> PyResult<Self> {
         let calibration = Calibration::parse(calibration).map_err(py_err)?;
         let estimate = match theta_estimate {
@@ -343,7 +349,7 @@ impl RegressorCore {
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
             calibration,
-            window: None,
+            window,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,
@@ -571,10 +577,33 @@ macro_rules! common_methods {
                 self.inner.n_features()
             }
 
-            /// Training points seen so far (bagging copies not counted).
+            /// Training rows given since the last `fit`, kept or not (bagging copies not
+            /// counted).
             #[getter]
             fn n_samples_seen(&self) -> usize {
                 self.inner.n_samples_seen()
+            }
+
+            /// Training points the model holds: those given, less those forgotten or out
+            /// of the window.
+            #[getter]
+            fn n_points(&self) -> usize {
+                self.inner.n_points()
+            }
+
+            /// The ids of the points held, oldest first: each one's arrival index among
+            /// the training rows given since the last `fit`.
+            fn point_ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+                self.inner.point_ids().into_pyarray(py)
+            }
+
+            /// Removes the training points with these ids (exact deletion: the model is
+            /// then as if it had never seen them), with the GIL released. An id the model
+            /// does not hold is refused and the model is left unchanged.
+            fn forget(&mut self, py: Python<'_>, ids: PyReadonlyArray1<'_, u64>) -> PyResult<()> {
+                let ids: Vec<u64> = ids.as_array().iter().copied().collect();
+                let model = &mut self.inner;
+                py.detach(|| model.forget(&ids)).map_err(py_err)
             }
 
             /// Address of the last feature buffer the model read (for zero-copy tests).

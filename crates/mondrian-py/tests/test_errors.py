@@ -101,6 +101,7 @@ LIBRARY_REFUSES = [
     ({"discount_factor": -1.0}, "invalid parameter `discount_factor`: must be finite"),
     ({"discount_factor": float("inf")}, "invalid parameter `discount_factor`: must be finite"),
     ({"min_samples_split": 0}, "invalid parameter `min_samples_split`: must be at least 1"),
+    ({"window": 0}, "invalid parameter `window`: must be at least 1 point"),
     ({"feature_ranges": [(0, 1), (1, 0), (0, 1)]}, "feature 1: (1, 0) is not a finite range"),
     ({"feature_ranges": [(0, 1)]}, "3 features, expected 1"),
     ({"feature_weights": [1, 2]}, "invalid parameter `feature_weights`: 2 weights for 3 features"),
@@ -115,6 +116,8 @@ PYTHON_REFUSES = [
     # 2**70 was an OverflowError naming no parameter.
     ({"n_estimators": 2**70}, "n_estimators must be a non-negative integer"),
     ({"min_samples_split": 2**70}, "min_samples_split must be a non-negative integer"),
+    ({"window": -1}, "window must be a non-negative integer or None"),
+    ({"window": 2.5}, "window must be a non-negative integer or None"),
     ({"lifetime": "1"}, "lifetime must be a real number"),
     # bool("no") is True: strings were taken as flags.
     ({"bagging": "no"}, "bagging must be True or False"),
@@ -140,6 +143,7 @@ def test_invalid_parameters(data, params, message):
     [
         ({"n_estimators": 0}, "invalid parameter `n_trees`: must be at least 1"),
         ({"min_samples_split": 0}, "invalid parameter `min_samples_split`: must be at least 1"),
+        ({"window": 0}, "invalid parameter `window`: must be at least 1 point"),
         ({"k_cap": 0.5}, "invalid parameter `k_cap`: must be a finite number ≥ 1"),
         ({"gamma2_divisor": 0}, "invalid parameter `gamma2_divisor`: must be finite and > 0"),
         ({"noise": -1.0}, "invalid parameter `noise variance`: must be finite and > 0"),
@@ -148,6 +152,7 @@ def test_invalid_parameters(data, params, message):
         ({"mode": None}, "mode must be a string"),
         ({"k_cap": "5"}, "k_cap must be a real number"),
         ({"noise": True}, "noise must be a string or a real number"),
+        ({"window": 1.5}, "window must be a non-negative integer or None"),
     ],
 )
 def test_invalid_regressor_parameters(data, params, message):

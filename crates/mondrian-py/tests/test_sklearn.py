@@ -15,7 +15,13 @@ from mondrian_ml import MondrianForestClassifier
 # Every check of scikit-learn's suite applies and passes. The one that reports "skipped" is
 # check_array_api_input, which scikit-learn itself skips unless SCIPY_ARRAY_API is set and
 # which only concerns estimators that declare array-API support (this one takes numpy).
-@parametrize_with_checks([MondrianForestClassifier(n_estimators=10, random_state=0)])
+# A sliding window smaller than most of the checks' data passes them too.
+@parametrize_with_checks(
+    [
+        MondrianForestClassifier(n_estimators=10, random_state=0),
+        MondrianForestClassifier(n_estimators=10, window=40, random_state=0),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -79,6 +79,12 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         training call the pilot can split: a first ``learn_one`` (one point) or a first batch
         of one class is refused; learn the weights on a sample with ``fit`` and pass
         ``feature_weights_`` instead.
+    window : int, default=None
+        Keep only the last ``window`` training points, a sliding window over the rows of
+        ``fit``, ``partial_fit`` and ``learn_one``: as each point arrives the oldest leaves,
+        deleted exactly, so the forest is distributed as one trained in a batch on the last
+        ``window`` points, and its memory stays bounded however long the stream. ``fit``
+        on more rows keeps their last ``window``. ``None`` keeps every point.
     n_jobs : int, default=None
         Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
         fitted model is the same whatever the number.
@@ -98,6 +104,15 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         dict keys given to ``learn_one``, in order of first appearance).
     feature_weights_ : ndarray of shape (n_features_in_,)
         The feature weights in use (learnt ones with ``feature_weights="relevance"``).
+    n_samples_seen_ : int
+        Training rows given since the last ``fit``, held or not.
+    n_points_ : int
+        Training points held: ``n_samples_seen_`` less those forgotten (:meth:`forget`)
+        or out of the ``window``.
+    point_ids_ : ndarray of shape (n_points_,)
+        Ids of the points held, oldest first: their arrival indices among the rows given
+        since the last ``fit`` (the ids :meth:`forget` takes).
+
     Notes
     -----
     A label that never appeared before may arrive in ``partial_fit`` (unless ``classes``
@@ -114,6 +129,8 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:3]).shape
     (3, 2)
+    >>> clf.forget([0, 1]).n_points_  # rows 0 and 1 are gone, as if never seen
+    198
     """
 
     def __init__(
@@ -128,6 +145,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         branch_counts="paper",
         feature_ranges=None,
         feature_weights=None,
+        window=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -140,6 +158,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self.branch_counts = branch_counts
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
+        self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -147,7 +166,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
 
     def _new_core(self, n_classes=None):
         self._check_types(
-            counts=("n_estimators", "min_samples_split"),
+            counts=("n_estimators", "min_samples_split", "window"),
             reals=("lifetime", "discount_factor"),
             flags=("bagging", "pause_on_pure"),
             strings=("branch_counts",),
@@ -165,6 +184,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             n_classes=n_classes,
             scaling=self._scaling(),
             feature_weights=self._feature_weights(),
+            window=self._window(),
         )
 
     # ------------------------------------------------------------------ labels

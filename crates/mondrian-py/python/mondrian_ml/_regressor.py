@@ -72,6 +72,10 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         runs between the mixture's quantiles at the PITs' order statistics instead. Mean,
         std and density are unchanged. A first ``learn_one`` (one point) is refused with
         ``"cv"``; on a stream, ``calibrate`` on held-out rows instead.
+    window : int, default=None
+        Keep only the last ``window`` training points (a sliding window, with exact
+        deletion of the oldest), as for :class:`MondrianForestClassifier`; θ follows the
+        points held. ``None`` keeps every point.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -88,6 +92,10 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     calibration_ : ndarray or None
         The sorted PITs recalibrating the intervals (``calibration="cv"`` or
         ``calibrate``), else None.
+    n_samples_seen_, n_points_, point_ids_
+        Rows given since the last ``fit``, points held, and their ids (for :meth:`forget`),
+        as for :class:`MondrianForestClassifier`.
+
     Examples
     --------
     >>> import numpy as np
@@ -115,6 +123,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         feature_ranges=None,
         feature_weights=None,
         calibration="none",
+        window=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -129,12 +138,13 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
         self.calibration = calibration
+        self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
 
     def _new_core(self):
         self._check_types(
-            counts=("n_estimators", "min_samples_split"),
+            counts=("n_estimators", "min_samples_split", "window"),
             reals=("k_cap", "gamma2_divisor"),
             flags=("bagging",),
             strings=("mode", "theta_estimate", "calibration"),
@@ -158,6 +168,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             theta_estimate=self.theta_estimate,
             feature_weights=self._feature_weights(),
             calibration=self.calibration,
+            window=self._window(),
         )
 
     @property
