@@ -128,7 +128,9 @@ struct ClassifierCore {
 #[pymethods]
 impl ClassifierCore {
     /// Builds an unfitted forest. `scaling` is `None` / `"first_batch"` (min–max from the
-    /// first training call), `"identity"`, or a list of `(min, max)` per feature.
+    /// first training call), `"identity"`, or a list of `(min, max)` per feature; `window`
+    /// keeps only the last that many training points (`None`: all). The library checks
+    /// every value.
     #[new]
     #[pyo3(signature = (
         n_trees = 100,
@@ -143,6 +145,7 @@ impl ClassifierCore {
         n_classes = None,
         scaling = None,
         feature_weights = None,
+        window = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -158,6 +161,7 @@ impl ClassifierCore {
         n_classes: Option<usize>,
         scaling: Option<&Bound<'_, PyAny>>,
         feature_weights: Option<&Bound<'_, PyAny>>,
+        window: Option<usize>,
     ) -> PyResult<Self> {
         let branch_counts = match branch_counts {
             "paper" => BranchCounts::Paper,
@@ -181,7 +185,7 @@ impl ClassifierCore {
             n_classes,
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
-            window: None,
+            window,
         };
         Ok(Self::wrap(
             MondrianForestClassifier::new(params).map_err(py_err)?,
@@ -254,7 +258,8 @@ impl RegressorCore {
 #[pymethods]
 impl RegressorCore {
     /// Builds an unfitted forest. `mode` is "exact", "quadrature" or "fast"; `noise` is
-    /// "thesis", "reference" or a known noise variance; `scaling` as for the classifier.
+    /// "thesis", "reference" or a known noise variance; `scaling` and `window` as for the
+    /// classifier.
     #[new]
     #[pyo3(signature = (
         n_trees = 10,
@@ -271,6 +276,7 @@ impl RegressorCore {
         theta_estimate = "heuristic",
         feature_weights = None,
         calibration = "none",
+        window = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -288,6 +294,7 @@ impl RegressorCore {
         theta_estimate: &str,
         feature_weights: Option<&Bound<'_, PyAny>>,
         calibration: &str,
+        window: Option<usize>,
     ) -> PyResult<Self> {
         let calibration = Calibration::parse(calibration).map_err(py_err)?;
         let estimate = match theta_estimate {
@@ -342,7 +349,7 @@ impl RegressorCore {
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
             calibration,
-            window: None,
+            window,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,
@@ -372,19 +379,34 @@ impl RegressorCore {
         ))
     }
 
-    /// Central interval at `level` per row from the quantiles of the forest's full
-    /// predictive mixture: (lower, upper).
+    /// Central interval at `level` per row, (lower, upper): with `kind` "mixture" from the
+    /// quantiles of the forest's full predictive mixture (recalibrated if calibrated), with
+    /// "gaussian" mean ± z·sd, the Gaussian moment match of that mixture.
     #[allow(clippy::type_complexity)]
-    fn mixture_interval<'py>(
+    fn interval<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         level: f64,
+        kind: &str,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        let gaussian = match kind {
+            "mixture" => false,
+            "gaussian" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "kind must be 'mixture' or 'gaussian', not {other:?}"
+                )))
+            }
+        };
         let model = &self.inner;
         let (lo, hi) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.mixture_interval(v, d, level)))
-                .map_err(py_err)
+            each_precision!(f, v => py.detach(|| if gaussian {
+                model.predict(v, d).and_then(|p| p.interval(level))
+            } else {
+                model.mixture_interval(v, d, level)
+            }))
+            .map_err(py_err)
         })?;
         Ok((lo.into_pyarray(py), hi.into_pyarray(py)))
     }
@@ -533,9 +555,14 @@ macro_rules! common_methods {
             }
 
             /// Worker threads for training and prediction (0: every core). Never changes
-            /// the model.
-            fn set_n_threads(&mut self, n_threads: usize) {
+            /// the model. A count the library's parameters refuse (above its cap) is
+            /// refused with its message, as at construction.
+            fn set_n_threads(&mut self, n_threads: usize) -> PyResult<()> {
+                let mut params = self.inner.params().clone();
+                params.n_threads = n_threads;
+                params.validate().map_err(py_err)?;
                 self.inner.set_n_threads(n_threads);
+                Ok(())
             }
 
             /// Worker threads in use (0: every core).
@@ -550,10 +577,33 @@ macro_rules! common_methods {
                 self.inner.n_features()
             }
 
-            /// Training points seen so far (bagging copies not counted).
+            /// Training rows given since the last `fit`, kept or not (bagging copies not
+            /// counted).
             #[getter]
             fn n_samples_seen(&self) -> usize {
                 self.inner.n_samples_seen()
+            }
+
+            /// Training points the model holds: those given, less those forgotten or out
+            /// of the window.
+            #[getter]
+            fn n_points(&self) -> usize {
+                self.inner.n_points()
+            }
+
+            /// The ids of the points held, oldest first: each one's arrival index among
+            /// the training rows given since the last `fit`.
+            fn point_ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+                self.inner.point_ids().into_pyarray(py)
+            }
+
+            /// Removes the training points with these ids (exact deletion: the model is
+            /// then as if it had never seen them), with the GIL released. An id the model
+            /// does not hold is refused and the model is left unchanged.
+            fn forget(&mut self, py: Python<'_>, ids: PyReadonlyArray1<'_, u64>) -> PyResult<()> {
+                let ids: Vec<u64> = ids.as_array().iter().copied().collect();
+                let model = &mut self.inner;
+                py.detach(|| model.forget(&ids)).map_err(py_err)
             }
 
             /// Address of the last feature buffer the model read (for zero-copy tests).

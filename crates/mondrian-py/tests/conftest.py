@@ -5,6 +5,8 @@ README for the source); tests never read ../shared.
 """
 
 import gzip
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,3 +37,30 @@ def small(satimage):
     rng = np.random.default_rng(7)
     i = rng.permutation(len(X))[:600]
     return np.ascontiguousarray(X[i]), y[i], Xt[:300], yt[:300]
+
+
+def _runs_without_gil(call):
+    """Whether `call` (which must take well over 50 ms) lets the main thread run while it
+    works. If it held the GIL, the main thread could not run a single bytecode until it
+    returned, so it would wake from its short sleep to find the call finished; with the GIL
+    released it wakes while the call is still running."""
+    started, done = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        call()
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    time.sleep(0.05)
+    running_while_main_ran = not done.is_set()
+    t.join()
+    assert done.is_set()
+    return running_while_main_ran
+
+
+@pytest.fixture
+def runs_without_gil():
+    return _runs_without_gil

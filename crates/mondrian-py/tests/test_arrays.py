@@ -1,7 +1,6 @@
 """numpy input: no copy when the layout allows, float32 and float64, GIL released."""
 
 import threading
-import time
 
 import numpy as np
 
@@ -65,29 +64,12 @@ def test_integer_input_is_accepted(small):
     assert clf.predict(np.round(Xt * 100).astype(np.int32)).shape == (len(Xt),)
 
 
-def test_gil_is_released_during_training(satimage):
-    # A long fit runs in a thread; if it held the GIL, the main thread could not run a
-    # single bytecode until it returned, so it would wake from its short sleep to find the
-    # fit finished. With the GIL released it wakes while the fit is still running.
+def test_gil_is_released_during_training(satimage, runs_without_gil):
     X, y, _, _ = satimage
     X = np.tile(X, (3, 1))
     y = np.tile(y, 3)
     clf = MondrianForestClassifier(n_estimators=60, random_state=0, n_jobs=1)
-    started, done = threading.Event(), threading.Event()
-
-    def work():
-        started.set()
-        clf.fit(X, y)
-        done.set()
-
-    t = threading.Thread(target=work)
-    t.start()
-    started.wait()
-    time.sleep(0.05)
-    running_while_main_ran = not done.is_set()
-    t.join()
-    assert running_while_main_ran
-    assert done.is_set()
+    assert runs_without_gil(lambda: clf.fit(X, y))
 
 
 def test_concurrent_predictions_from_threads(small):

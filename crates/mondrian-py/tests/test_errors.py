@@ -1,10 +1,12 @@
 """Bad input gets the usual Python exceptions with clear messages, never a crash."""
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from mondrian_ml import MondrianForestClassifier
+from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor
 
 
 @pytest.fixture
@@ -85,27 +87,89 @@ def test_scaled_value_overflowing_the_trees_is_refused(data):
         clf.predict(np.full((1, 3), 1e300))
 
 
+# Values are the library's to check (its `validate`): its message comes through as a
+# ValueError, the same words the CLI prints, with the library's names for the parameters
+# (n_trees for n_estimators, n_threads for n_jobs).
+LIBRARY_REFUSES = [
+    ({"n_estimators": 0}, "invalid parameter `n_trees`: must be at least 1"),
+    # 10**11 trees aborted the interpreter on a failed allocation.
+    ({"n_estimators": 10**11}, "invalid parameter `n_trees`: 100000000000 is more than"),
+    # λ = 0 grows trees that never split.
+    ({"lifetime": 0}, "invalid parameter `lifetime`: must be > 0"),
+    ({"lifetime": -1.0}, "invalid parameter `lifetime`: must be > 0"),
+    ({"lifetime": float("nan")}, "invalid parameter `lifetime`: must be > 0"),
+    ({"discount_factor": -1.0}, "invalid parameter `discount_factor`: must be finite"),
+    ({"discount_factor": float("inf")}, "invalid parameter `discount_factor`: must be finite"),
+    ({"min_samples_split": 0}, "invalid parameter `min_samples_split`: must be at least 1"),
+    ({"window": 0}, "invalid parameter `window`: must be at least 1 point"),
+    ({"feature_ranges": [(0, 1), (1, 0), (0, 1)]}, "feature 1: (1, 0) is not a finite range"),
+    ({"feature_ranges": [(0, 1)]}, "3 features, expected 1"),
+    ({"feature_weights": [1, 2]}, "invalid parameter `feature_weights`: 2 weights for 3 features"),
+    # A pool of 100000 threads took minutes to start.
+    ({"n_jobs": 100_000}, "invalid parameter `n_threads`: 100000 is more than 1024"),
+]
+# What the library cannot see is checked in Python: the types (an int where the core takes
+# a count, a bool for a flag), scikit-learn's conventions (n_jobs, random_state) and the
+# estimators' own spellings; the core checks its string vocabularies.
+PYTHON_REFUSES = [
+    ({"n_estimators": 2.5}, "n_estimators must be a non-negative integer"),
+    # 2**70 was an OverflowError naming no parameter.
+    ({"n_estimators": 2**70}, "n_estimators must be a non-negative integer"),
+    ({"min_samples_split": 2**70}, "min_samples_split must be a non-negative integer"),
+    ({"window": -1}, "window must be a non-negative integer or None"),
+    ({"window": 2.5}, "window must be a non-negative integer or None"),
+    ({"lifetime": "1"}, "lifetime must be a real number"),
+    # bool("no") is True: strings were taken as flags.
+    ({"bagging": "no"}, "bagging must be True or False"),
+    ({"pause_on_pure": "False"}, "pause_on_pure must be True or False"),
+    ({"branch_counts": None}, "branch_counts must be a string"),
+    ({"branch_counts": "other"}, "branch_counts must be 'paper' or 'reference'"),
+    ({"feature_ranges": "minmax"}, "feature_ranges must be None, 'identity'"),
+    ({"feature_ranges": [(0, 1, 2)] * 3}, "feature_ranges must be (min, max) pairs"),
+    ({"n_jobs": 0}, "n_jobs must be a non-zero integer"),
+    ({"random_state": -3}, "random_state must be non-negative"),
+]
+
+
+@pytest.mark.parametrize("params, message", LIBRARY_REFUSES + PYTHON_REFUSES)
+def test_invalid_parameters(data, params, message):
+    X, y = data
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MondrianForestClassifier(n_estimators=2).set_params(**params).fit(X, y)
+
+
 @pytest.mark.parametrize(
-    "params, match",
+    "params, message",
     [
-        ({"n_estimators": 0}, "n_estimators"),
-        ({"n_estimators": 2.5}, "n_estimators"),
-        ({"lifetime": -1.0}, "lifetime"),
-        ({"lifetime": float("nan")}, "lifetime"),
-        ({"discount_factor": -1.0}, "discount_factor"),
-        ({"discount_factor": float("inf")}, "discount_factor"),
-        ({"min_samples_split": 0}, "min_samples_split"),
-        ({"branch_counts": "other"}, "branch_counts"),
-        ({"feature_ranges": "minmax"}, "feature_ranges"),
-        ({"feature_ranges": [(0, 1), (1, 0), (0, 1)]}, "range"),
-        ({"n_jobs": 0}, "n_jobs"),
-        ({"random_state": -3}, "random_state"),
+        ({"n_estimators": 0}, "invalid parameter `n_trees`: must be at least 1"),
+        ({"min_samples_split": 0}, "invalid parameter `min_samples_split`: must be at least 1"),
+        ({"window": 0}, "invalid parameter `window`: must be at least 1 point"),
+        ({"k_cap": 0.5}, "invalid parameter `k_cap`: must be a finite number ≥ 1"),
+        ({"gamma2_divisor": 0}, "invalid parameter `gamma2_divisor`: must be finite and > 0"),
+        ({"noise": -1.0}, "invalid parameter `noise variance`: must be finite and > 0"),
+        ({"calibration": "yes"}, "invalid parameter `calibration`: `yes` is not `none` or `cv`"),
+        ({"mode": "slow"}, "mode must be 'exact', 'quadrature' or 'fast'"),
+        ({"mode": None}, "mode must be a string"),
+        ({"k_cap": "5"}, "k_cap must be a real number"),
+        ({"noise": True}, "noise must be a string or a real number"),
+        ({"window": 1.5}, "window must be a non-negative integer or None"),
     ],
 )
-def test_invalid_parameters(data, params, match):
+def test_invalid_regressor_parameters(data, params, message):
     X, y = data
-    with pytest.raises(ValueError, match=match):
-        MondrianForestClassifier(n_estimators=2).set_params(**params).fit(X, y)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MondrianForestRegressor(n_estimators=2).set_params(**params).fit(X, y.astype(float))
+
+
+def test_threads_set_after_fitting_are_checked_by_the_library(data):
+    # The same check as at construction, when the next call brings the model to n_jobs.
+    X, y = data
+    clf = MondrianForestClassifier(n_estimators=2).fit(X, y)
+    clf.set_params(n_jobs=100_000)
+    with pytest.raises(ValueError, match=re.escape("`n_threads`: 100000 is more than 1024")):
+        clf.predict(X)
+    clf.set_params(n_jobs=2)
+    assert clf.predict(X).shape == (len(X),)
 
 
 def test_refused_input_leaves_the_model_unchanged(data):
@@ -136,29 +200,6 @@ def test_missing_labels_are_refused_by_learn_one():
         MondrianForestClassifier(n_estimators=2).partial_fit(
             np.zeros((2, 2)), [0, 1], classes=[0, 1, np.nan]
         )
-
-
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        # λ = 0 grows trees that never split.
-        ({"lifetime": 0}, "lifetime"),
-        # bool("no") is True: strings were taken as flags.
-        ({"bagging": "no"}, "bagging"),
-        ({"pause_on_pure": "False"}, "pause_on_pure"),
-        # 10**11 trees aborted the interpreter on a failed allocation; 2**70 was an
-        # OverflowError naming no parameter.
-        ({"n_estimators": 10**11}, "n_trees"),
-        ({"n_estimators": 2**70}, "n_estimators"),
-        ({"min_samples_split": 2**70}, "min_samples_split"),
-        # A pool of 100000 threads took minutes to start.
-        ({"n_jobs": 100_000}, "n_jobs"),
-    ],
-)
-def test_out_of_range_parameters(data, params, match):
-    X, y = data
-    with pytest.raises(ValueError, match=match):
-        MondrianForestClassifier(n_estimators=2).set_params(**params).fit(X, y)
 
 
 def test_forged_model_bytes_are_refused():

@@ -12,40 +12,60 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 _FLOATS = [np.float64, np.float32]
-# The library's limits (mondrian::data::MAX_THREADS; counts must fit its 64-bit integers).
-_MAX_THREADS = 1024
-_MAX_COUNT = np.iinfo(np.int64).max
+# The core takes counts and ids as unsigned 64-bit integers.
+_UNSIGNED_LIMIT = 1 << 64
+
+
+def _is_integer(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 class _MondrianBase:
     """Mixin of the estimators: ``n_jobs``, ``random_state``, ``feature_ranges``, the fitted
-    core in ``_core``, river dicts and the library's file format."""
+    core in ``_core``, river dicts, windows and forgetting, and the library's file format.
+
+    Parameter values are checked by the library, whose message comes through as a
+    ``ValueError``; Python checks only what the library cannot see: the types (an int where
+    a count goes, a bool where a flag goes: ``bool("no")`` is True) and the conventions of
+    scikit-learn (``n_jobs``, ``random_state``)."""
 
     def _n_threads(self):
         n_jobs = self.n_jobs
         if n_jobs is None:
             return 1
-        if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+        if not _is_integer(n_jobs) or n_jobs == 0:
             raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
         if n_jobs < 0:
             return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
-        if n_jobs > _MAX_THREADS:
-            raise ValueError(f"n_jobs must be at most {_MAX_THREADS}, got {n_jobs!r}")
         return int(n_jobs)
 
-    def _check_counts(self, *names):
-        """Each named parameter must be an integer ≥ 1."""
-        for name in names:
+    def _check_types(self, *, counts=(), reals=(), flags=(), strings=()):
+        """Each named parameter has the type the core takes: ``counts`` an integer from 0
+        to 2**64 - 1 (``window`` may also be None), ``reals`` a real number, ``flags`` a
+        bool, ``strings`` a str. Their ranges are the library's to check."""
+        for name in counts:
             v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 1 <= v <= _MAX_COUNT:
-                raise ValueError(f"{name} must be an integer from 1 to {_MAX_COUNT}, got {v!r}")
-
-    def _check_flags(self, *names):
-        """Each named parameter must be a bool (a string such as "no" is not False)."""
-        for name in names:
+            if name == "window" and v is None:
+                continue
+            if not _is_integer(v) or not 0 <= v < _UNSIGNED_LIMIT:
+                none = " or None" if name == "window" else ""
+                raise ValueError(f"{name} must be a non-negative integer{none}, got {v!r}")
+        for name in reals:
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool):
+                raise ValueError(f"{name} must be a real number, got {v!r}")
+        for name in flags:
+            # A string such as "no" is not False.
             v = getattr(self, name)
             if not isinstance(v, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {v!r}")
+        for name in strings:
+            v = getattr(self, name)
+            if not isinstance(v, str):
+                raise ValueError(f"{name} must be a string, got {v!r}")
+
+    def _window(self):
+        return None if self.window is None else int(self.window)
 
     def _seed(self):
         rs = self.random_state
@@ -55,35 +75,30 @@ class _MondrianBase:
             return int(rs) % (1 << 64)
         return int(check_random_state(rs).randint(0, np.iinfo(np.int64).max, dtype=np.int64))
 
-    def _scaling(self, n_features):
+    def _scaling(self):
         ranges = self.feature_ranges
         if ranges is None:
             return None
         if isinstance(ranges, str):
+            # The estimators spell the core's "first_batch" as None.
             if ranges != "identity":
                 raise ValueError(
                     f"feature_ranges must be None, 'identity' or (min, max) pairs, got {ranges!r}"
                 )
             return "identity"
         arr = np.asarray(ranges, dtype=np.float64)
-        if arr.shape != (n_features, 2):
+        if arr.ndim != 2 or arr.shape[1] != 2:
             raise ValueError(
-                f"feature_ranges must have shape (n_features, 2) = ({n_features}, 2), "
-                f"got {arr.shape}"
+                f"feature_ranges must be (min, max) pairs, of shape (n_features, 2), "
+                f"got shape {arr.shape}"
             )
         return [(float(lo), float(hi)) for lo, hi in arr]
 
-    def _feature_weights(self, n_features):
+    def _feature_weights(self):
         weights = self.feature_weights
         if weights is None or isinstance(weights, str):
             return weights  # the core reads 'uniform', 'relevance' and 'relevance:P'
-        arr = np.asarray(weights, dtype=np.float64)
-        if arr.shape != (n_features,):
-            raise ValueError(
-                f"feature_weights must hold one weight per feature ({n_features}), "
-                f"got shape {arr.shape}"
-            )
-        return arr.tolist()
+        return np.asarray(weights, dtype=np.float64).tolist()
 
     @property
     def feature_weights_(self):
@@ -111,6 +126,66 @@ class _MondrianBase:
         feature weights, by how often it is cut)."""
         check_is_fitted(self)
         return np.asarray(self._core.feature_importances())
+
+    # ------------------------------------------------------------------ points held
+
+    @property
+    def n_samples_seen_(self):
+        """Training rows given since the last ``fit`` (by ``fit``, ``partial_fit`` and
+        ``learn_one``), whether the model still holds them or not."""
+        check_is_fitted(self)
+        return self._core.n_samples_seen
+
+    @property
+    def n_points_(self):
+        """Training points the model holds: the rows given since the last ``fit``, less
+        those forgotten or out of the ``window``."""
+        check_is_fitted(self)
+        return self._core.n_points
+
+    @property
+    def point_ids_(self):
+        """Ids of the points held, oldest first, as an int64 array: each point's arrival
+        index among the training rows given since the last ``fit`` (``fit``'s rows are 0 to
+        n - 1, the rows of later ``partial_fit`` and ``learn_one`` calls follow). These
+        are the ids :meth:`forget` takes."""
+        check_is_fitted(self)
+        return self._core.point_ids().astype(np.int64)
+
+    def forget(self, ids):
+        """Removes the training points with these ids from the model: an int or a
+        sequence or 1-D array of ints (see ``point_ids_``). Returns self.
+
+        The model is then as if it had never seen the points: each tree is distributed as
+        a tree trained on the other points (exact deletion, not an approximation), and the
+        points, their labels and their share of every statistic are gone, so it serves
+        data-removal requests. Later training goes on from there, and ids keep counting
+        from ``n_samples_seen_``. What the first training call fixed for good is not
+        undone: the feature scaling (min–max of that call unless ``feature_ranges`` is
+        given), learnt ``feature_weights_``, the regressor's ``calibration_`` and the
+        classifier's ``classes_``; give ``feature_ranges`` and explicit weights, or
+        ``fit`` again, when those must not depend on the points either.
+
+        An id the model does not hold (never given, negative, already forgotten, out of
+        the window, or named twice) raises ``ValueError`` and leaves the model unchanged.
+        """
+        check_is_fitted(self)
+        ids = np.asarray(ids)
+        if ids.ndim > 1:
+            raise ValueError(f"ids must be an int or a 1-D sequence of ints, got shape {ids.shape}")
+        ids = ids.reshape(-1)
+        if ids.size and ids.dtype.kind not in "iu":
+            raise TypeError(
+                f"ids must be integers (the ids of point_ids_), got {ids.dtype}; for a "
+                "boolean mask over the points held, pass point_ids_[mask]"
+            )
+        if ids.dtype.kind == "i" and ids.size and ids.min() < 0:
+            raise ValueError(
+                f"point {int(ids.min())} is not in the model: training points are numbered "
+                "by arrival from 0"
+            )
+        self._core_for_use().forget(np.ascontiguousarray(ids, dtype=np.uint64))
+        return self
 
     def _core_for_use(self):
         """The fitted core, with the thread count of the current ``n_jobs``."""

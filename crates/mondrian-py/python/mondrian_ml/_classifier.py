@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
@@ -81,6 +79,12 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         training call the pilot can split: a first ``learn_one`` (one point) or a first batch
         of one class is refused; learn the weights on a sample with ``fit`` and pass
         ``feature_weights_`` instead.
+    window : int, default=None
+        Keep only the last ``window`` training points, a sliding window over the rows of
+        ``fit``, ``partial_fit`` and ``learn_one``: as each point arrives the oldest leaves,
+        deleted exactly, so the forest is distributed as one trained in a batch on the last
+        ``window`` points, and its memory stays bounded however long the stream. ``fit``
+        on more rows keeps their last ``window``. ``None`` keeps every point.
     n_jobs : int, default=None
         Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
         fitted model is the same whatever the number.
@@ -100,6 +104,14 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         dict keys given to ``learn_one``, in order of first appearance).
     feature_weights_ : ndarray of shape (n_features_in_,)
         The feature weights in use (learnt ones with ``feature_weights="relevance"``).
+    n_samples_seen_ : int
+        Training rows given since the last ``fit``, held or not.
+    n_points_ : int
+        Training points held: ``n_samples_seen_`` less those forgotten (:meth:`forget`)
+        or out of the ``window``.
+    point_ids_ : ndarray of shape (n_points_,)
+        Ids of the points held, oldest first: their arrival indices among the rows given
+        since the last ``fit`` (the ids :meth:`forget` takes).
 
     Notes
     -----
@@ -117,6 +129,8 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:3]).shape
     (3, 2)
+    >>> clf.forget([0, 1]).n_points_  # rows 0 and 1 are gone, as if never seen
+    198
     """
 
     def __init__(
@@ -131,6 +145,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         branch_counts="paper",
         feature_ranges=None,
         feature_weights=None,
+        window=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -143,31 +158,19 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self.branch_counts = branch_counts
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
+        self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
 
     # ------------------------------------------------------------------ parameters
 
-    def _check_params(self):
-        self._check_counts("n_estimators", "min_samples_split")
-        self._check_flags("bagging", "pause_on_pure")
-        for name in ("lifetime", "discount_factor"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or np.isnan(v) or v < 0:
-                raise ValueError(f"{name} must be a number ≥ 0, got {v!r}")
-        if self.lifetime == 0:
-            # Trees with λ = 0 never split: the model would only know the label prior.
-            raise ValueError("lifetime must be > 0 (or inf), got 0")
-        if not np.isfinite(self.discount_factor):
-            raise ValueError("discount_factor must be finite")
-        if self.branch_counts not in ("paper", "reference"):
-            raise ValueError(
-                f"branch_counts must be 'paper' or 'reference', got {self.branch_counts!r}"
-            )
-        self._n_threads()
-
-    def _new_core(self, n_features, n_classes=None):
-        self._check_params()
+    def _new_core(self, n_classes=None):
+        self._check_types(
+            counts=("n_estimators", "min_samples_split", "window"),
+            reals=("lifetime", "discount_factor"),
+            flags=("bagging", "pause_on_pure"),
+            strings=("branch_counts",),
+        )
         return ClassifierCore(
             n_trees=int(self.n_estimators),
             lifetime=float(self.lifetime),
@@ -179,8 +182,9 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             min_samples_split=int(self.min_samples_split),
             branch_counts=self.branch_counts,
             n_classes=n_classes,
-            scaling=self._scaling(n_features),
-            feature_weights=self._feature_weights(n_features),
+            scaling=self._scaling(),
+            feature_weights=self._feature_weights(),
+            window=self._window(),
         )
 
     # ------------------------------------------------------------------ labels
@@ -217,7 +221,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C")
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
-        core = self._new_core(X.shape[1], n_classes=len(classes))
+        core = self._new_core(n_classes=len(classes))
         core.fit(X, y_index.astype(np.int64, copy=False))
         self._core = core
         self._declared_classes = False
@@ -250,7 +254,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
                 classes = np.unique(classes)
                 if any(_missing(label) for label in classes.tolist()):
                     raise ValueError(f"classes must not hold NaN or None, got {classes!r}")
-            core = self._new_core(X.shape[1], None if classes is None else len(classes))
+            core = self._new_core(None if classes is None else len(classes))
             self._declared_classes = classes is not None
             self._river_names = self._fitted_names()
             self._set_classes(np.unique(y) if classes is None else np.unique(classes))
@@ -301,7 +305,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
                 raise ValueError("x has no features")
             self._river_names = names
             row = self._row_of(x)
-            core = self._new_core(len(names))
+            core = self._new_core()
             self._declared_classes = False
             self._set_classes(_label_array([y]))
             core.partial_fit_one(row, 0)

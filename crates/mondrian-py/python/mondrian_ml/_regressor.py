@@ -5,7 +5,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.special import ndtri
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -73,6 +72,10 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         runs between the mixture's quantiles at the PITs' order statistics instead. Mean,
         std and density are unchanged. A first ``learn_one`` (one point) is refused with
         ``"cv"``; on a stream, ``calibrate`` on held-out rows instead.
+    window : int, default=None
+        Keep only the last ``window`` training points (a sliding window, with exact
+        deletion of the oldest), as for :class:`MondrianForestClassifier`; θ follows the
+        points held. ``None`` keeps every point.
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -89,6 +92,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     calibration_ : ndarray or None
         The sorted PITs recalibrating the intervals (``calibration="cv"`` or
         ``calibrate``), else None.
+    n_samples_seen_, n_points_, point_ids_
+        Rows given since the last ``fit``, points held, and their ids (for :meth:`forget`),
+        as for :class:`MondrianForestClassifier`.
 
     Examples
     --------
@@ -117,6 +123,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         feature_ranges=None,
         feature_weights=None,
         calibration="none",
+        window=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -131,26 +138,22 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
         self.calibration = calibration
+        self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _new_core(self, n_features):
-        self._check_counts("n_estimators", "min_samples_split")
-        self._check_flags("bagging")
-        if self.mode not in ("exact", "quadrature", "fast"):
-            raise ValueError(f"mode must be 'exact', 'quadrature' or 'fast', got {self.mode!r}")
+    def _new_core(self):
+        self._check_types(
+            counts=("n_estimators", "min_samples_split", "window"),
+            reals=("k_cap", "gamma2_divisor"),
+            flags=("bagging",),
+            strings=("mode", "theta_estimate", "calibration"),
+        )
         noise = self.noise
         if isinstance(noise, numbers.Real) and not isinstance(noise, bool):
             noise = float(noise)
-        elif noise not in ("thesis", "reference"):
-            raise ValueError(f"noise must be 'thesis', 'reference' or a variance, got {noise!r}")
-        if self.calibration not in ("none", "cv"):
-            raise ValueError(f"calibration must be 'none' or 'cv', got {self.calibration!r}")
-        if self.theta_estimate not in ("heuristic", "marginal_likelihood"):
-            raise ValueError(
-                "theta_estimate must be 'heuristic' or 'marginal_likelihood', "
-                f"got {self.theta_estimate!r}"
-            )
+        elif not isinstance(noise, str):
+            raise ValueError(f"noise must be a string or a real number, got {noise!r}")
         return RegressorCore(
             n_trees=int(self.n_estimators),
             min_samples_split=int(self.min_samples_split),
@@ -158,13 +161,14 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             seed=self._seed(),
             n_threads=self._n_threads(),
             bagging=bool(self.bagging),
-            scaling=self._scaling(n_features),
+            scaling=self._scaling(),
             k_cap=float(self.k_cap),
             gamma2_divisor=float(self.gamma2_divisor),
             noise=noise,
             theta_estimate=self.theta_estimate,
-            feature_weights=self._feature_weights(n_features),
+            feature_weights=self._feature_weights(),
             calibration=self.calibration,
+            window=self._window(),
         )
 
     @property
@@ -181,7 +185,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Trains a new forest on ``X`` (n_samples, n_features) and real targets ``y``."""
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True)
-        core = self._new_core(X.shape[1])
+        core = self._new_core()
         core.fit(X, np.ascontiguousarray(y, dtype=np.float64))
         self._core = core
         self._river_names = self._fitted_names()
@@ -196,7 +200,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=first)
         y = np.ascontiguousarray(y, dtype=np.float64)
         if first:
-            core = self._new_core(X.shape[1])
+            core = self._new_core()
             core.partial_fit(X, y)
             self._core = core
             self._river_names = self._fitted_names()
@@ -239,17 +243,9 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         mean ± z·std, the Gaussian moment match of that mixture (as the thesis' calibration
         table uses).
         """
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level!r}")
-        if kind == "gaussian":
-            mean, var, _ = self._moments(X)
-            half = ndtri(0.5 + level / 2) * np.sqrt(var)
-            return mean - half, mean + half
-        if kind != "mixture":
-            raise ValueError(f"kind must be 'mixture' or 'gaussian', got {kind!r}")
         check_is_fitted(self)
         X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
-        return self._core_for_use().mixture_interval(X, float(level))
+        return self._core_for_use().interval(X, level, kind)
 
     def predict_cdf(self, X, y):
         """The predictive CDF P(Y ≤ y | x) of the forest's full mixture per row (the
@@ -284,7 +280,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
                 raise ValueError("x has no features")
             self._river_names = names
             row = self._row_of(x)
-            core = self._new_core(len(names))
+            core = self._new_core()
             core.partial_fit_one(row, float(y))
             self._core = core
             self.n_features_in_ = len(names)
