@@ -797,3 +797,126 @@ fn demo_prints_its_learning_curve() {
     assert_eq!(rows.len(), 14, "{text}");
     assert_eq!(rows[13][0], "4435", "{text}");
 }
+
+// ---------------------------------------------------------------------------------
+// Windows
+
+/// The JSON object on the last line of a successful run's standard output.
+fn last_json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn window_keeps_the_last_w_training_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let classes = write(d, "c.csv", TRAIN);
+    let (targets, _) = regression_train_test(d);
+    // (task, file, its rows, window)
+    let cases = [
+        ("classification", &classes, 6, 4),
+        ("regression", &targets, 300, 50),
+    ];
+    for (task, file, rows, w) in cases {
+        for online in [false, true] {
+            let eval = |window: Option<usize>| {
+                let mut cmd = mondrian();
+                cmd.args(["eval", "--json", "--trees", "3", "--task", task, "--train"])
+                    .arg(file)
+                    .arg("--test")
+                    .arg(file);
+                if let Some(w) = window {
+                    cmd.args(["--window", &w.to_string()]);
+                }
+                if online {
+                    cmd.arg("--online");
+                }
+                last_json(&mut cmd)
+            };
+            let v = eval(Some(w));
+            assert_eq!(v["window"].as_u64(), Some(w as u64), "{task} {online}: {v}");
+            assert_eq!(
+                v["n_points"].as_u64(),
+                Some(w as u64),
+                "{task} {online}: {v}"
+            );
+            assert_eq!(v["n_train"].as_u64(), Some(rows as u64));
+            let all = eval(None);
+            assert!(all["window"].is_null(), "{all}");
+            assert_eq!(all["n_points"].as_u64(), Some(rows as u64), "{all}");
+
+            let model = d.join(format!("{task}-{online}.bin"));
+            let mut train = mondrian();
+            train
+                .args(["train", "--trees", "3", "--task", task, "--window"])
+                .arg(w.to_string())
+                .arg("--train")
+                .arg(file)
+                .arg("--model")
+                .arg(&model);
+            if online {
+                train.arg("--online");
+            }
+            let out = train.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            assert!(
+                err.contains(&format!(", {w} points held (window {w}), saved to")),
+                "{err}"
+            );
+            assert!(model.exists());
+        }
+    }
+}
+
+#[test]
+fn window_of_zero_or_beyond_the_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let train = write(d, "c.csv", TRAIN);
+    let model = d.join("m.bin");
+    for (window, needle) in [
+        ("0", "invalid parameter `window`"),
+        (
+            "7",
+            "--window 7 is larger than the 6 training rows; it would keep every row",
+        ),
+    ] {
+        for task in ["classification", "regression"] {
+            fails_with(
+                mondrian()
+                    .args(["train", "--task", task, "--window", window, "--train"])
+                    .arg(&train)
+                    .arg("--model")
+                    .arg(&model),
+                needle,
+            );
+            assert!(!model.exists());
+            fails_with(
+                mondrian()
+                    .args(["eval", "--online", "--task", task, "--window", window])
+                    .arg("--train")
+                    .arg(&train)
+                    .arg("--test")
+                    .arg(&train),
+                needle,
+            );
+        }
+    }
+    // A window as large as the file keeps it all, and is allowed.
+    mondrian()
+        .args(["eval", "--window", "6", "--train"])
+        .arg(&train)
+        .arg("--test")
+        .arg(&train)
+        .assert()
+        .success();
+}

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::forest::{
     training_scaling, BranchArg, EvalArgs, ForestArgs, PredictArgs, Task, TrainArgs,
 };
-use super::{lifetime_text, print_features, save_model, timed_training, with_summary, CliError};
+use super::{
+    held_text, lifetime_text, print_features, save_model, timed_training, with_summary, CliError,
+};
 use crate::io::{integer_labels, read_dataset, read_features, Dataset};
 
 /// The classification task.
@@ -99,7 +101,7 @@ pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
     }
     // ClassifierParams::validate accepts 0 (RegressorParams::validate refuses it); until
     // it refuses it too, the command does.
-    if args.min_samples_split == Some(0) {
+    if args.model.min_samples_split == Some(0) {
         return Err(CliError::Usage(
             "--min-samples-split must be a whole number ≥ 1".into(),
         ));
@@ -108,26 +110,33 @@ pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
 }
 
 /// The classifier the flags ask for, scaled to the training file's ranges.
-pub(crate) fn params(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
+pub(crate) fn params(
+    args: &ForestArgs,
+    train: &Dataset,
+    n_classes: usize,
+) -> Result<ClassifierParams, CliError> {
     let defaults = ClassifierParams::default();
-    ClassifierParams {
-        n_trees: args.trees.unwrap_or(defaults.n_trees),
-        lifetime: args.lifetime,
-        discount_factor: args.discount_factor,
-        seed: args.seed,
-        n_threads: args.threads,
-        bagging: args.bagging,
-        pause_on_pure: !args.no_pause,
-        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
-        branch_counts: match args.branch_counts {
+    let model = &args.model;
+    Ok(ClassifierParams {
+        n_trees: model.trees.unwrap_or(defaults.n_trees),
+        lifetime: model.lifetime,
+        discount_factor: model.discount_factor,
+        seed: model.seed,
+        n_threads: model.threads,
+        bagging: model.bagging,
+        pause_on_pure: !model.no_pause,
+        min_samples_split: model
+            .min_samples_split
+            .unwrap_or(defaults.min_samples_split),
+        branch_counts: match model.branch_counts {
             BranchArg::Paper => BranchCounts::Paper,
             BranchArg::Reference => BranchCounts::Reference,
         },
         n_classes: Some(n_classes),
         scaling: training_scaling(train),
         feature_weights: args.feature_weights.clone(),
-        window: None,
-    }
+        window: model.window_for(train.n_rows())?,
+    })
 }
 
 /// Trains by batch `fit`, or point by point through `partial_fit` with `--online`.
@@ -136,7 +145,7 @@ fn train_forest(
     train: &Labelled,
     n_classes: usize,
 ) -> Result<(MondrianForestClassifier, f64, Option<RelevanceChoice>), CliError> {
-    let mut params = params(args, &train.data, n_classes);
+    let mut params = params(args, &train.data, n_classes)?;
     let n_trees = params.n_trees;
     let d = train.data.n_features;
     let (x, y) = (&train.data.x, &train.classes);
@@ -154,7 +163,7 @@ fn train_forest(
         train.data.n_rows(),
         &format!("fitting {n_trees} trees"),
         |row| match row {
-            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            Some(i) => forest.partial_fit(train.data.row(i), d, &y[i..=i]),
             None => forest.fit(x, d, y),
         },
     )?;
@@ -187,6 +196,22 @@ pub(crate) fn evaluate(
     })
 }
 
+/// Saves `forest`, trained on `data` whose class `k` has label `values[k]`, to `path` in
+/// the file `predict` reads.
+pub(crate) fn save(
+    forest: MondrianForestClassifier,
+    values: &[i64],
+    data: &Dataset,
+    path: &Path,
+) -> Result<(), CliError> {
+    let saved = SavedClassifier {
+        classes: values.to_vec(),
+        feature_names: data.feature_names.clone(),
+        forest,
+    };
+    save_model(&saved, SAVED_KIND, path)
+}
+
 /// A saved classifier, checked against its own class list.
 fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
     let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
@@ -203,19 +228,15 @@ impl Task for Classify {
         check_flags(&args.forest)?;
         let (data, values) = read_labelled(&args.train, None, None)?;
         let (forest, secs, _) = train_forest(&args.forest, &data, values.len())?;
-        let saved = SavedClassifier {
-            classes: values,
-            feature_names: data.data.feature_names.clone(),
-            forest,
-        };
-        save_model(&saved, SAVED_KIND, &args.model)?;
-        let s = saved.forest.summary();
+        let s = forest.summary();
+        let held = held_text(forest.params().window, forest.n_points());
+        save(forest, &values, &data.data, &args.model)?;
         eprintln!(
-            "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, saved to {}",
+            "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, {held}, saved to {}",
             s.n_trees,
             data.data.n_rows(),
             data.data.n_features,
-            saved.classes.len(),
+            values.len(),
             secs,
             s.n_nodes,
             args.model.display()
@@ -246,21 +267,24 @@ impl Task for Classify {
                 "n_features": train.data.n_features,
                 "n_classes": values.len(),
                 "trees": n_trees,
-                "lifetime": lifetime_text(forest_args.lifetime),
-                "discount_factor": forest_args.discount_factor,
+                "lifetime": lifetime_text(forest.params().lifetime),
+                "discount_factor": forest_args.model.discount_factor,
                 "gamma": forest.gamma(),
                 "feature_weights": forest.feature_weights(),
                 "relevance_choice": choice,
                 "feature_importances": forest.feature_importances(),
-                "seed": forest_args.seed,
-                "bagging": forest_args.bagging,
+                "seed": forest_args.model.seed,
+                "bagging": forest_args.model.bagging,
                 "online": forest_args.online,
-                "threads": forest_args.threads,
+                "threads": forest_args.model.threads,
             });
-            println!("{}", with_summary(out, &s));
+            println!(
+                "{}",
+                with_summary(out, &s, forest.params().window, forest.n_points())
+            );
         } else {
             println!(
-                "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}",
+                "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}  {}",
                 ev.accuracy,
                 ev.log_loss,
                 train_seconds,
@@ -270,7 +294,8 @@ impl Task for Classify {
                 test.data.n_rows(),
                 n_trees,
                 s.depth_mean,
-                s.depth_std
+                s.depth_std,
+                held_text(forest.params().window, forest.n_points()),
             );
             print_features(
                 &train.data.feature_names,

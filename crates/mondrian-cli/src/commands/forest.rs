@@ -40,11 +40,11 @@ fn task_of_model(bytes: &[u8]) -> &'static dyn Task {
 }
 
 pub(crate) fn train(args: &TrainArgs) -> Result<(), CliError> {
-    chosen(args.forest.task).train(args)
+    chosen(args.forest.model.task).train(args)
 }
 
 pub(crate) fn eval(args: &EvalArgs) -> Result<(), CliError> {
-    chosen(args.forest.task).eval(args)
+    chosen(args.forest.model.task).eval(args)
 }
 
 pub(crate) fn predict(args: &PredictArgs) -> Result<(), CliError> {
@@ -121,9 +121,32 @@ pub(crate) struct EvalArgs {
     pub(crate) json: bool,
 }
 
-/// The forest's settings, shared by `train`, `eval` and `curve`.
+/// The forest's settings, shared by `train`, `eval` and `curve`: the model's own
+/// ([`ModelArgs`]) and how training reads the file.
 #[derive(Args, Clone)]
 pub(crate) struct ForestArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Stream the training data one point at a time through online training.
+    #[arg(long)]
+    pub(crate) online: bool,
+    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
+    /// forest on the training data; `relevance:P` raises the learnt weights to the power
+    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
+    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
+    /// comma-separated.
+    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
+    pub(crate) feature_weights: FeatureWeights,
+    /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
+    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
+    /// keeps the forest's own quantiles [default: none].
+    #[arg(long, value_enum)]
+    pub(crate) calibration: Option<CalibrationArg>,
+}
+
+/// The settings of the forest itself, shared by `train`, `eval` and `curve`.
+#[derive(Args, Clone)]
+pub(crate) struct ModelArgs {
     /// What to learn: class labels (integers) or real-valued targets.
     #[arg(long, value_enum, default_value_t = TaskArg::Classification)]
     pub(crate) task: TaskArg,
@@ -142,9 +165,6 @@ pub(crate) struct ForestArgs {
     /// Worker threads (0 = all cores); the model does not depend on it.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub(crate) threads: usize,
-    /// Stream the training data one point at a time through online training.
-    #[arg(long)]
-    pub(crate) online: bool,
     /// Online bagging: every tree takes every point Poisson(1) times.
     #[arg(long)]
     pub(crate) bagging: bool,
@@ -164,18 +184,26 @@ pub(crate) struct ForestArgs {
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     pub(crate) theta: ThetaArg,
-    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
-    /// forest on the training data; `relevance:P` raises the learnt weights to the power
-    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
-    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
-    /// comma-separated.
-    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
-    pub(crate) feature_weights: FeatureWeights,
-    /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
-    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
-    /// keeps the forest's own quantiles [default: none].
-    #[arg(long, value_enum)]
-    pub(crate) calibration: Option<CalibrationArg>,
+    /// Keep only the last W training points (a sliding window): older points are deleted
+    /// exactly as newer ones arrive, so the model is a batch model on the last W rows. A
+    /// batch fit keeps the file's last W rows; with --online the window slides along the
+    /// rows. At least 1 and at most the number of training rows
+    /// [default: keep every point].
+    #[arg(long, value_name = "W")]
+    pub(crate) window: Option<usize>,
+}
+
+impl ModelArgs {
+    /// The `--window`, refused when it exceeds the `n_rows` training rows (it would keep
+    /// every row, so it is surely not what was meant); the library refuses 0 itself.
+    pub(crate) fn window_for(&self, n_rows: usize) -> Result<Option<usize>, CliError> {
+        match self.window {
+            Some(w) if w > n_rows => Err(CliError::Usage(format!(
+                "--window {w} is larger than the {n_rows} training rows; it would keep every row"
+            ))),
+            window => Ok(window),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
