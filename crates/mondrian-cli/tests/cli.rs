@@ -157,14 +157,14 @@ fn bad_inputs_give_clear_errors() {
         "cannot load model",
     );
     // Bad lifetime.
-    let out = mondrian()
-        .args(["eval", "--lifetime", "-3", "--train"])
-        .arg(&good)
-        .arg("--test")
-        .arg(&good)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    fails_with(
+        mondrian()
+            .args(["eval", "--lifetime", "-3", "--train"])
+            .arg(&good)
+            .arg("--test")
+            .arg(&good),
+        "invalid parameter `lifetime`",
+    );
 }
 
 #[test]
@@ -676,8 +676,17 @@ fn options_of_the_other_task_and_out_of_range_options_are_refused() {
         "n_trees",
     );
     // λ = 0 trained trees that never split; min_samples_split 0 passed for classes only.
-    eval(&["--lifetime", "0"], "number > 0");
-    eval(&["--min-samples-split", "0"], "≥ 1");
+    // The library refuses both now, in its words.
+    eval(&["--lifetime", "0"], "invalid parameter `lifetime`");
+    eval(
+        &["--min-samples-split", "0"],
+        "invalid parameter `min_samples_split`",
+    );
+    // The regressor has no lifetime: the flag was silently ignored.
+    eval(
+        &["--task", "regression", "--lifetime", "5"],
+        "--lifetime applies to classification",
+    );
     // 100000 threads hung starting the pool.
     eval(&["--threads", "100000"], "thread count");
     fails_with(
@@ -746,8 +755,8 @@ fn a_model_file_with_data_after_it_is_refused() {
 fn settings_the_library_checks_are_refused_in_its_words() {
     let dir = tempfile::tempdir().unwrap();
     let (train, test) = regression_train_test(dir.path());
-    // The regressor refuses min_samples_split 0 itself; the classifier (which accepts it)
-    // is refused by the command (see options_of_the_other_task_...).
+    // Both forests refuse min_samples_split 0 themselves (see also
+    // options_of_the_other_task_...).
     fails_with(
         mondrian()
             .args(["eval", "--task", "regression", "--min-samples-split", "0"])

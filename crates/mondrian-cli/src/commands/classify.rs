@@ -91,19 +91,12 @@ fn read_labelled(
     Ok((Labelled { data, classes }, values))
 }
 
-/// Refuses the flags that only mean something for a regression forest, and the settings
-/// the classifier would accept but the command does not.
+/// Refuses the flags that only mean something for a regression forest (the settings
+/// themselves are the library's to check).
 pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
     if args.calibration.is_some() {
         return Err(CliError::Usage(
             "--calibration recalibrates regression intervals; add --task regression".into(),
-        ));
-    }
-    // ClassifierParams::validate accepts 0 (RegressorParams::validate refuses it); until
-    // it refuses it too, the command does.
-    if args.model.min_samples_split == Some(0) {
-        return Err(CliError::Usage(
-            "--min-samples-split must be a whole number ≥ 1".into(),
         ));
     }
     Ok(())
@@ -119,7 +112,7 @@ pub(crate) fn params(
     let model = &args.model;
     Ok(ClassifierParams {
         n_trees: model.trees.unwrap_or(defaults.n_trees),
-        lifetime: model.lifetime,
+        lifetime: model.lifetime.unwrap_or(defaults.lifetime),
         discount_factor: model.discount_factor,
         seed: model.seed,
         n_threads: model.threads,

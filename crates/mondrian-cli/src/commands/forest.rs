@@ -153,9 +153,11 @@ pub(crate) struct ModelArgs {
     /// Number of trees [default: 100 for classification, 10 for regression].
     #[arg(long)]
     pub(crate) trees: Option<usize>,
-    /// Lifetime λ: `inf` or a number > 0.
-    #[arg(long, default_value = "inf", value_parser = parse_lifetime)]
-    pub(crate) lifetime: f64,
+    /// Lifetime λ of the classification forest: `inf` or a number > 0 [default: inf]. The
+    /// regression forest has none (its trees grow until blocks hold fewer than
+    /// --min-samples-split points) and refuses it.
+    #[arg(long, value_parser = parse_lifetime, allow_negative_numbers = true)]
+    pub(crate) lifetime: Option<f64>,
     /// Discount rate γ = factor × number of features.
     #[arg(long, default_value_t = 10.0)]
     pub(crate) discount_factor: f64,
@@ -253,15 +255,12 @@ fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
 }
 
 fn parse_lifetime(s: &str) -> Result<f64, String> {
+    // The range (> 0) is the library's to check.
     match s.trim().to_ascii_lowercase().as_str() {
         "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
-        other => match other.parse::<f64>() {
-            // λ = 0 would grow trees that never split: a model that only knows the prior.
-            // ClassifierParams::validate only refuses λ < 0 and NaN; until it refuses 0
-            // too, this keeps the whole rule.
-            Ok(v) if v > 0.0 => Ok(v),
-            _ => Err(format!("`{s}` is not `inf` or a number > 0")),
-        },
+        other => other
+            .parse::<f64>()
+            .map_err(|_| format!("`{s}` is not `inf` or a number")),
     }
 }
 

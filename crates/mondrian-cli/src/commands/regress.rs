@@ -11,8 +11,8 @@ use mondrian::{
 use serde::{Deserialize, Serialize};
 
 use super::forest::{
-    training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, PredictArgs, Task, ThetaArg,
-    TrainArgs,
+    training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, ModelArgs, PredictArgs, Task,
+    ThetaArg, TrainArgs,
 };
 use super::{held_text, print_features, save_model, timed_training, with_summary, CliError};
 use crate::io::{read_dataset, read_features, Dataset};
@@ -28,6 +28,21 @@ struct SavedRegressor {
 }
 
 pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
+
+/// Refuses the flags that only mean something for a classification forest and that the
+/// regressor would otherwise ignore.
+pub(crate) fn check_flags(args: &ModelArgs) -> Result<(), CliError> {
+    // The regressor's trees have no lifetime (λ = ∞; blocks with fewer than
+    // min_samples_split points stay leaves), so a --lifetime would be silently ignored.
+    if args.lifetime.is_some() {
+        return Err(CliError::Usage(
+            "--lifetime applies to classification: regression trees grow until their blocks \
+             hold fewer than --min-samples-split points"
+                .into(),
+        ));
+    }
+    Ok(())
+}
 
 /// The regressor the flags ask for, scaled to the training file's ranges.
 fn params(args: &ForestArgs, train: &Dataset) -> Result<RegressorParams, CliError> {
@@ -130,6 +145,7 @@ fn save(forest: MondrianForestRegressor, data: &Dataset, path: &Path) -> Result<
 
 impl Task for Regress {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
+        check_flags(&args.forest.model)?;
         let data = read_dataset(&args.train, None)?;
         let (forest, secs, _) = train_forest(&args.forest, &data)?;
         let s = forest.summary();
@@ -147,6 +163,7 @@ impl Task for Regress {
     }
 
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError> {
+        check_flags(&args.forest.model)?;
         let train_set = read_dataset(&args.train, None)?;
         // Read at the training file's width, or refused naming the line.
         let test_set = read_dataset(&args.test, Some(train_set.n_features))?;
