@@ -6,13 +6,15 @@ use std::time::Instant;
 
 use mondrian::metrics::{accuracy, argmax, log_loss};
 use mondrian::{
-    BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, RelevanceChoice,
+    BranchCounts, ClassifierParams, ForestSummary, MondrianError, MondrianForestClassifier,
+    RelevanceChoice,
 };
 use serde::{Deserialize, Serialize};
 
 use super::forest::{
     training_scaling, BranchArg, EvalArgs, ForestArgs, PredictArgs, Task, TrainArgs,
 };
+use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{
     held_text, lifetime_text, print_features, save_model, timed_training, with_summary, CliError,
 };
@@ -216,6 +218,69 @@ fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
     Ok(saved)
 }
 
+/// `stream`'s classifier: the file, its classes, the forest and which classes it has learnt.
+struct ClassifierStream {
+    data: Labelled,
+    values: Vec<i64>,
+    forest: MondrianForestClassifier,
+    learnt: Vec<bool>,
+}
+
+impl Streamer for ClassifierStream {
+    fn metric(&self) -> Metric {
+        Metric::Accuracy
+    }
+
+    fn data(&self) -> &Dataset {
+        &self.data.data
+    }
+
+    fn score(&self, row: usize) -> Result<Option<Score>, CliError> {
+        // Before the first row is learnt there is no model.
+        if self.forest.n_features().is_none() {
+            return Ok(None);
+        }
+        let proba = self
+            .forest
+            .predict_proba(self.data.data.row(row), self.data.data.n_features)?;
+        let class = self.data.classes[row];
+        // A class not learnt yet has only the smoothing's share of probability: a miss.
+        let hit = self.learnt[class] && argmax(&proba) == class;
+        Ok(Some(Score {
+            point: if hit { 1.0 } else { 0.0 },
+            loss: log_loss(&proba, proba.len(), &[class]),
+        }))
+    }
+
+    fn learn(&mut self, row: usize) -> Result<(), CliError> {
+        let classes = &self.data.classes[row..=row];
+        let d = self.data.data.n_features;
+        self.forest
+            .partial_fit(self.data.data.row(row), d, classes)?;
+        self.learnt[classes[0]] = true;
+        Ok(())
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            window: self.forest.params().window,
+            n_points: self.forest.n_points(),
+        }
+    }
+
+    fn summary(&self) -> ForestSummary {
+        self.forest.summary()
+    }
+
+    fn n_classes(&self) -> Option<usize> {
+        Some(self.values.len())
+    }
+
+    fn save(self: Box<Self>, path: &Path) -> Result<(), CliError> {
+        save(self.forest, &self.values, &self.data.data, path)
+    }
+}
+
 impl Task for Classify {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
         check_flags(&args.forest)?;
@@ -333,5 +398,18 @@ impl Task for Classify {
             }
         }
         Ok(text)
+    }
+
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError> {
+        let (data, values) = read_labelled(&args.input, None, None)?;
+        let forest_args = ForestArgs::streaming(&args.forest);
+        let forest =
+            MondrianForestClassifier::new(params(&forest_args, &data.data, values.len())?)?;
+        Ok(Box::new(ClassifierStream {
+            learnt: vec![false; values.len()],
+            data,
+            values,
+            forest,
+        }))
     }
 }

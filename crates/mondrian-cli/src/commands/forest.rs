@@ -8,11 +8,12 @@ use mondrian::{FeatureWeights, Scaling};
 
 use super::classify::Classify;
 use super::regress::{self, Regress};
+use super::stream::{StreamArgs, Streamer};
 use super::{read_model, write_output, CliError};
 use crate::io::Dataset;
 
-/// The half of `train`, `eval` and `predict` that depends on the task: one implementation
-/// per task (`classify.rs`, `regress.rs`), so that no command branches on it.
+/// The half of `train`, `eval`, `predict` and `stream` that depends on the task: one
+/// implementation per task (`classify.rs`, `regress.rs`), so that no command branches on it.
 pub(crate) trait Task {
     /// Trains on `args.train` and saves the model to `args.model`.
     fn train(&self, args: &TrainArgs) -> Result<(), CliError>;
@@ -20,10 +21,12 @@ pub(crate) trait Task {
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError>;
     /// The text `predict` writes: the predictions for `args.input` of the model `bytes`.
     fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError>;
+    /// Reads `args.input` and makes the untrained model `stream` feeds its rows to.
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError>;
 }
 
 /// The implementation of the task `--task` names.
-fn chosen(task: TaskArg) -> &'static dyn Task {
+pub(crate) fn chosen(task: TaskArg) -> &'static dyn Task {
     match task {
         TaskArg::Classification => &Classify,
         TaskArg::Regression => &Regress,
@@ -122,7 +125,7 @@ pub(crate) struct EvalArgs {
 }
 
 /// The forest's settings, shared by `train`, `eval` and `curve`: the model's own
-/// ([`ModelArgs`]) and how training reads the file.
+/// ([`ModelArgs`], which `stream` takes alone) and how training reads the file.
 #[derive(Args, Clone)]
 pub(crate) struct ForestArgs {
     #[command(flatten)]
@@ -144,7 +147,20 @@ pub(crate) struct ForestArgs {
     pub(crate) calibration: Option<CalibrationArg>,
 }
 
-/// The settings of the forest itself, shared by `train`, `eval` and `curve`.
+impl ForestArgs {
+    /// The settings of a model fed one row at a time from its first row: nothing learnt
+    /// from the whole file beforehand (uniform feature weights, no recalibration).
+    pub(crate) fn streaming(model: &ModelArgs) -> ForestArgs {
+        ForestArgs {
+            model: model.clone(),
+            online: true,
+            feature_weights: FeatureWeights::Uniform,
+            calibration: None,
+        }
+    }
+}
+
+/// The settings of the forest itself, shared by `train`, `eval`, `curve` and `stream`.
 #[derive(Args, Clone)]
 pub(crate) struct ModelArgs {
     /// What to learn: class labels (integers) or real-valued targets.
@@ -188,8 +204,8 @@ pub(crate) struct ModelArgs {
     pub(crate) theta: ThetaArg,
     /// Keep only the last W training points (a sliding window): older points are deleted
     /// exactly as newer ones arrive, so the model is a batch model on the last W rows. A
-    /// batch fit keeps the file's last W rows; with --online the window slides along the
-    /// rows. At least 1 and at most the number of training rows
+    /// batch fit keeps the file's last W rows; with --online (and in `stream`) the window
+    /// slides along the rows. At least 1 and at most the number of training rows
     /// [default: keep every point].
     #[arg(long, value_name = "W")]
     pub(crate) window: Option<usize>,

@@ -7,6 +7,7 @@ pub(crate) mod curve;
 pub(crate) mod demo;
 pub(crate) mod forest;
 pub(crate) mod regress;
+pub(crate) mod stream;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
-    Calibration, Estimate, HyperSettings, MondrianError, MondrianForestRegressor, PredictionMode,
-    RegressorParams, RelevanceChoice,
+    Calibration, Estimate, ForestSummary, HyperSettings, MondrianError, MondrianForestRegressor,
+    PredictionMode, RegressorParams, RelevanceChoice,
 };
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +14,7 @@ use super::forest::{
     training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, ModelArgs, PredictArgs, Task,
     ThetaArg, TrainArgs,
 };
+use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{held_text, print_features, save_model, timed_training, with_summary, CliError};
 use crate::io::{read_dataset, read_features, Dataset};
 
@@ -141,6 +142,75 @@ fn save(forest: MondrianForestRegressor, data: &Dataset, path: &Path) -> Result<
         forest,
     };
     save_model(&saved, SAVED_KIND, path)
+}
+
+/// `stream`'s regressor and the file it learns.
+struct RegressorStream {
+    data: Dataset,
+    forest: MondrianForestRegressor,
+    /// The first target learnt.
+    first_target: Option<f64>,
+    /// Whether a target other than the first has been learnt.
+    varied: bool,
+}
+
+impl Streamer for RegressorStream {
+    fn metric(&self) -> Metric {
+        Metric::Rmse
+    }
+
+    fn data(&self) -> &Dataset {
+        &self.data
+    }
+
+    fn score(&self, row: usize) -> Result<Option<Score>, CliError> {
+        // θ, which sets every spread of the predictive, comes from the variance of the
+        // targets learnt: while they are all equal the predictive is a spike at the library's
+        // variance floor, and its density (~1e8 nats off) would swamp the mean NLPD.
+        if !self.varied {
+            return Ok(None);
+        }
+        let (x, d, y) = (
+            self.data.row(row),
+            self.data.n_features,
+            &self.data.labels[row..=row],
+        );
+        let mean = self.forest.predict(x, d)?.mean[0];
+        let log_p = self.forest.log_density(x, d, y)?[0];
+        Ok(Some(Score {
+            point: (mean - y[0]).powi(2),
+            loss: -log_p,
+        }))
+    }
+
+    fn learn(&mut self, row: usize) -> Result<(), CliError> {
+        learn_row(&mut self.forest, &self.data, row)?;
+        let y = self.data.labels[row];
+        match self.first_target {
+            None => self.first_target = Some(y),
+            Some(first) => self.varied |= first != y,
+        }
+        Ok(())
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            window: self.forest.params().window,
+            n_points: self.forest.n_points(),
+        }
+    }
+
+    fn summary(&self) -> ForestSummary {
+        self.forest.summary()
+    }
+
+    fn n_classes(&self) -> Option<usize> {
+        None
+    }
+
+    fn save(self: Box<Self>, path: &Path) -> Result<(), CliError> {
+        save(self.forest, &self.data, path)
+    }
 }
 
 impl Task for Regress {
@@ -302,5 +372,18 @@ impl Task for Regress {
             text.push('\n');
         }
         Ok(text)
+    }
+
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError> {
+        check_flags(&args.forest)?;
+        let data = read_dataset(&args.input, None)?;
+        let forest =
+            MondrianForestRegressor::new(params(&ForestArgs::streaming(&args.forest), &data)?)?;
+        Ok(Box::new(RegressorStream {
+            data,
+            forest,
+            first_target: None,
+            varied: false,
+        }))
     }
 }
