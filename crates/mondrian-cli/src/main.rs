@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{curve, demo, forest};
+use commands::{curve, demo, forest, stream};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +37,32 @@ enum Command {
     /// The paper's streaming protocol: shuffle, split into mini-batches, train on the first
     /// and extend online with each next one, and report test accuracy after every batch.
     Curve(curve::CurveArgs),
+    /// Prequential (test-then-train) evaluation of a time-ordered file: every row is first
+    /// predicted by the model trained on the rows before it, then learnt.
+    ///
+    /// The rows are learnt one `partial_fit` at a time; with --window W the model keeps the
+    /// last W rows, sliding along the stream. A row is scored only when there is a model to
+    /// predict it: classification scores every row but the first (n = rows − 1); regression
+    /// every row after two different targets have been learnt (n = rows − 2 for continuous
+    /// targets), since the forest takes every spread of its predictive from the variance of
+    /// the targets learnt.
+    ///
+    /// Classification reports accuracy and mean log-loss. Its classes are the file's
+    /// distinct labels (the whole file is read first); a row whose label the model has not
+    /// learnt yet scores as a miss, with the log-loss of the small probability the model's
+    /// smoothing gives every class. Regression reports the RMSE of the predictive mean and
+    /// the mean NLPD (−log density of the forest's predictive mixture; --mode fast makes
+    /// each update O(depth) rather than O(nodes)). Every report line also gives, in
+    /// brackets, both scores of the rows scored since the previous line; a progress bar
+    /// runs on a terminal's stderr. With --json the output is one JSON object: the scores, `n`
+    /// (rows scored), `seconds` (wall time of the predict-then-learn loop, without
+    /// reading the file or saving), `rows_per_second` (rows / seconds), `window`,
+    /// `n_points` (points held at the end) and the reports as `steps`.
+    ///
+    /// Features are scaled by the file's ranges, as `train` does. A refused file or flag
+    /// stops the command before anything is learnt, and --model is written only after the
+    /// whole stream.
+    Stream(stream::StreamArgs),
     /// Stream a real data set (shipped inside the binary) through an online forest and show
     /// test accuracy growing with the data seen.
     Demo,
@@ -48,6 +74,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => forest::predict(&args),
         Command::Eval(args) => forest::eval(&args),
         Command::Curve(args) => curve::run(&args),
+        Command::Stream(args) => stream::run(&args),
         Command::Demo => demo::run(),
     };
     match result {

@@ -6,14 +6,18 @@ use std::time::Instant;
 
 use mondrian::metrics::{accuracy, argmax, log_loss};
 use mondrian::{
-    BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, RelevanceChoice,
+    BranchCounts, ClassifierParams, ForestSummary, MondrianError, MondrianForestClassifier,
+    RelevanceChoice,
 };
 use serde::{Deserialize, Serialize};
 
 use super::forest::{
     training_scaling, BranchArg, EvalArgs, ForestArgs, PredictArgs, Task, TrainArgs,
 };
-use super::{lifetime_text, print_features, save_model, timed_training, with_summary, CliError};
+use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
+use super::{
+    held_text, lifetime_text, print_features, save_model, timed_training, with_summary, CliError,
+};
 use crate::io::{integer_labels, read_dataset, read_features, Dataset};
 
 /// The classification task.
@@ -89,45 +93,45 @@ fn read_labelled(
     Ok((Labelled { data, classes }, values))
 }
 
-/// Refuses the flags that only mean something for a regression forest, and the settings
-/// the classifier would accept but the command does not.
+/// Refuses the flags that only mean something for a regression forest (the settings
+/// themselves are the library's to check).
 pub(crate) fn check_flags(args: &ForestArgs) -> Result<(), CliError> {
     if args.calibration.is_some() {
         return Err(CliError::Usage(
             "--calibration recalibrates regression intervals; add --task regression".into(),
         ));
     }
-    // ClassifierParams::validate accepts 0 (RegressorParams::validate refuses it); until
-    // it refuses it too, the command does.
-    if args.min_samples_split == Some(0) {
-        return Err(CliError::Usage(
-            "--min-samples-split must be a whole number ≥ 1".into(),
-        ));
-    }
     Ok(())
 }
 
 /// The classifier the flags ask for, scaled to the training file's ranges.
-pub(crate) fn params(args: &ForestArgs, train: &Dataset, n_classes: usize) -> ClassifierParams {
+pub(crate) fn params(
+    args: &ForestArgs,
+    train: &Dataset,
+    n_classes: usize,
+) -> Result<ClassifierParams, CliError> {
     let defaults = ClassifierParams::default();
-    ClassifierParams {
-        n_trees: args.trees.unwrap_or(defaults.n_trees),
-        lifetime: args.lifetime,
-        discount_factor: args.discount_factor,
-        seed: args.seed,
-        n_threads: args.threads,
-        bagging: args.bagging,
-        pause_on_pure: !args.no_pause,
-        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
-        branch_counts: match args.branch_counts {
+    let model = &args.model;
+    Ok(ClassifierParams {
+        n_trees: model.trees.unwrap_or(defaults.n_trees),
+        lifetime: model.lifetime.unwrap_or(defaults.lifetime),
+        discount_factor: model.discount_factor,
+        seed: model.seed,
+        n_threads: model.threads,
+        bagging: model.bagging,
+        pause_on_pure: !model.no_pause,
+        min_samples_split: model
+            .min_samples_split
+            .unwrap_or(defaults.min_samples_split),
+        branch_counts: match model.branch_counts {
             BranchArg::Paper => BranchCounts::Paper,
             BranchArg::Reference => BranchCounts::Reference,
         },
         n_classes: Some(n_classes),
         scaling: training_scaling(train),
         feature_weights: args.feature_weights.clone(),
-        window: None,
-    }
+        window: model.window_for(train.n_rows())?,
+    })
 }
 
 /// Trains by batch `fit`, or point by point through `partial_fit` with `--online`.
@@ -136,7 +140,7 @@ fn train_forest(
     train: &Labelled,
     n_classes: usize,
 ) -> Result<(MondrianForestClassifier, f64, Option<RelevanceChoice>), CliError> {
-    let mut params = params(args, &train.data, n_classes);
+    let mut params = params(args, &train.data, n_classes)?;
     let n_trees = params.n_trees;
     let d = train.data.n_features;
     let (x, y) = (&train.data.x, &train.classes);
@@ -154,7 +158,7 @@ fn train_forest(
         train.data.n_rows(),
         &format!("fitting {n_trees} trees"),
         |row| match row {
-            Some(i) => forest.partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i]),
+            Some(i) => forest.partial_fit(train.data.row(i), d, &y[i..=i]),
             None => forest.fit(x, d, y),
         },
     )?;
@@ -187,6 +191,22 @@ pub(crate) fn evaluate(
     })
 }
 
+/// Saves `forest`, trained on `data` whose class `k` has label `values[k]`, to `path` in
+/// the file `predict` reads.
+pub(crate) fn save(
+    forest: MondrianForestClassifier,
+    values: &[i64],
+    data: &Dataset,
+    path: &Path,
+) -> Result<(), CliError> {
+    let saved = SavedClassifier {
+        classes: values.to_vec(),
+        feature_names: data.feature_names.clone(),
+        forest,
+    };
+    save_model(&saved, SAVED_KIND, path)
+}
+
 /// A saved classifier, checked against its own class list.
 fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
     let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
@@ -198,24 +218,83 @@ fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
     Ok(saved)
 }
 
+/// `stream`'s classifier: the file, its classes, the forest and which classes it has learnt.
+struct ClassifierStream {
+    data: Labelled,
+    values: Vec<i64>,
+    forest: MondrianForestClassifier,
+    learnt: Vec<bool>,
+}
+
+impl Streamer for ClassifierStream {
+    fn metric(&self) -> Metric {
+        Metric::Accuracy
+    }
+
+    fn data(&self) -> &Dataset {
+        &self.data.data
+    }
+
+    fn score(&self, row: usize) -> Result<Option<Score>, CliError> {
+        // Before the first row is learnt there is no model.
+        if self.forest.n_features().is_none() {
+            return Ok(None);
+        }
+        let proba = self
+            .forest
+            .predict_proba(self.data.data.row(row), self.data.data.n_features)?;
+        let class = self.data.classes[row];
+        // A class not learnt yet has only the smoothing's share of probability: a miss.
+        let hit = self.learnt[class] && argmax(&proba) == class;
+        Ok(Some(Score {
+            point: if hit { 1.0 } else { 0.0 },
+            loss: log_loss(&proba, proba.len(), &[class]),
+        }))
+    }
+
+    fn learn(&mut self, row: usize) -> Result<(), CliError> {
+        let classes = &self.data.classes[row..=row];
+        let d = self.data.data.n_features;
+        self.forest
+            .partial_fit(self.data.data.row(row), d, classes)?;
+        self.learnt[classes[0]] = true;
+        Ok(())
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            window: self.forest.params().window,
+            n_points: self.forest.n_points(),
+        }
+    }
+
+    fn summary(&self) -> ForestSummary {
+        self.forest.summary()
+    }
+
+    fn n_classes(&self) -> Option<usize> {
+        Some(self.values.len())
+    }
+
+    fn save(self: Box<Self>, path: &Path) -> Result<(), CliError> {
+        save(self.forest, &self.values, &self.data.data, path)
+    }
+}
+
 impl Task for Classify {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
         check_flags(&args.forest)?;
         let (data, values) = read_labelled(&args.train, None, None)?;
         let (forest, secs, _) = train_forest(&args.forest, &data, values.len())?;
-        let saved = SavedClassifier {
-            classes: values,
-            feature_names: data.data.feature_names.clone(),
-            forest,
-        };
-        save_model(&saved, SAVED_KIND, &args.model)?;
-        let s = saved.forest.summary();
+        let s = forest.summary();
+        let held = held_text(forest.params().window, forest.n_points());
+        save(forest, &values, &data.data, &args.model)?;
         eprintln!(
-            "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, saved to {}",
+            "trained {} trees on {} rows × {} features, {} classes in {:.2}s; {} nodes, {held}, saved to {}",
             s.n_trees,
             data.data.n_rows(),
             data.data.n_features,
-            saved.classes.len(),
+            values.len(),
             secs,
             s.n_nodes,
             args.model.display()
@@ -246,21 +325,24 @@ impl Task for Classify {
                 "n_features": train.data.n_features,
                 "n_classes": values.len(),
                 "trees": n_trees,
-                "lifetime": lifetime_text(forest_args.lifetime),
-                "discount_factor": forest_args.discount_factor,
+                "lifetime": lifetime_text(forest.params().lifetime),
+                "discount_factor": forest_args.model.discount_factor,
                 "gamma": forest.gamma(),
                 "feature_weights": forest.feature_weights(),
                 "relevance_choice": choice,
                 "feature_importances": forest.feature_importances(),
-                "seed": forest_args.seed,
-                "bagging": forest_args.bagging,
+                "seed": forest_args.model.seed,
+                "bagging": forest_args.model.bagging,
                 "online": forest_args.online,
-                "threads": forest_args.threads,
+                "threads": forest_args.model.threads,
             });
-            println!("{}", with_summary(out, &s));
+            println!(
+                "{}",
+                with_summary(out, &s, forest.params().window, forest.n_points())
+            );
         } else {
             println!(
-                "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}",
+                "accuracy {:.4}  log-loss {:.4}  train {:.2}s ({})  predict {:.2}s  n_train {}  n_test {}  trees {}  depth {:.1} ± {:.1}  {}",
                 ev.accuracy,
                 ev.log_loss,
                 train_seconds,
@@ -270,7 +352,8 @@ impl Task for Classify {
                 test.data.n_rows(),
                 n_trees,
                 s.depth_mean,
-                s.depth_std
+                s.depth_std,
+                held_text(forest.params().window, forest.n_points()),
             );
             print_features(
                 &train.data.feature_names,
@@ -315,5 +398,18 @@ impl Task for Classify {
             }
         }
         Ok(text)
+    }
+
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError> {
+        let (data, values) = read_labelled(&args.input, None, None)?;
+        let forest_args = ForestArgs::streaming(&args.forest);
+        let forest =
+            MondrianForestClassifier::new(params(&forest_args, &data.data, values.len())?)?;
+        Ok(Box::new(ClassifierStream {
+            learnt: vec![false; values.len()],
+            data,
+            values,
+            forest,
+        }))
     }
 }

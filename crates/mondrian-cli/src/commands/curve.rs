@@ -44,7 +44,7 @@ pub(crate) struct CurveStep {
 
 pub(crate) fn run(args: &CurveArgs) -> Result<(), CliError> {
     // The protocol scores class predictions; a regression forest has its own report.
-    if args.forest.task == TaskArg::Regression {
+    if args.forest.model.task == TaskArg::Regression {
         return Err(CliError::Usage(
             "curve reports classification accuracy; for regression use eval --task regression"
                 .into(),
@@ -75,14 +75,15 @@ pub(crate) fn run(args: &CurveArgs) -> Result<(), CliError> {
             "n_train": data.train.data.n_rows(),
             "n_test": data.test.data.n_rows(),
             "trees": forest.params().n_trees,
-            "lifetime": lifetime_text(args.forest.lifetime),
-            "discount_factor": args.forest.discount_factor,
+            "lifetime": lifetime_text(forest.params().lifetime),
+            "discount_factor": args.forest.model.discount_factor,
             "gamma": forest.gamma(),
-            "seed": args.forest.seed,
-            "threads": args.forest.threads,
+            "seed": args.forest.model.seed,
+            "threads": args.forest.model.threads,
             "steps": steps,
         });
-        println!("{}", with_summary(out, &forest.summary()));
+        let (window, held) = (forest.params().window, forest.n_points());
+        println!("{}", with_summary(out, &forest.summary(), window, held));
     }
     Ok(())
 }
@@ -99,13 +100,13 @@ pub(crate) fn learning_curve(
     let train: &Labelled = &data.train;
     let n = train.data.n_rows();
     let d = train.data.n_features;
-    let order = shuffled(n, args.seed);
+    let order = shuffled(n, args.model.seed);
     let x: Vec<f64> = order
         .iter()
         .flat_map(|&i| train.data.x[i * d..(i + 1) * d].iter().copied())
         .collect();
     let y: Vec<usize> = order.iter().map(|&i| train.classes[i]).collect();
-    let params = classify::params(args, &train.data, data.values.len());
+    let params = classify::params(args, &train.data, data.values.len())?;
     let mut forest = MondrianForestClassifier::new(params)?;
     let mut steps = Vec::with_capacity(ends.len());
     let mut train_seconds = 0.0;

@@ -8,11 +8,12 @@ use mondrian::{FeatureWeights, Scaling};
 
 use super::classify::Classify;
 use super::regress::{self, Regress};
+use super::stream::{StreamArgs, Streamer};
 use super::{read_model, write_output, CliError};
 use crate::io::Dataset;
 
-/// The half of `train`, `eval` and `predict` that depends on the task: one implementation
-/// per task (`classify.rs`, `regress.rs`), so that no command branches on it.
+/// The half of `train`, `eval`, `predict` and `stream` that depends on the task: one
+/// implementation per task (`classify.rs`, `regress.rs`), so that no command branches on it.
 pub(crate) trait Task {
     /// Trains on `args.train` and saves the model to `args.model`.
     fn train(&self, args: &TrainArgs) -> Result<(), CliError>;
@@ -20,10 +21,12 @@ pub(crate) trait Task {
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError>;
     /// The text `predict` writes: the predictions for `args.input` of the model `bytes`.
     fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError>;
+    /// Reads `args.input` and makes the untrained model `stream` feeds its rows to.
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError>;
 }
 
 /// The implementation of the task `--task` names.
-fn chosen(task: TaskArg) -> &'static dyn Task {
+pub(crate) fn chosen(task: TaskArg) -> &'static dyn Task {
     match task {
         TaskArg::Classification => &Classify,
         TaskArg::Regression => &Regress,
@@ -40,11 +43,11 @@ fn task_of_model(bytes: &[u8]) -> &'static dyn Task {
 }
 
 pub(crate) fn train(args: &TrainArgs) -> Result<(), CliError> {
-    chosen(args.forest.task).train(args)
+    chosen(args.forest.model.task).train(args)
 }
 
 pub(crate) fn eval(args: &EvalArgs) -> Result<(), CliError> {
-    chosen(args.forest.task).eval(args)
+    chosen(args.forest.model.task).eval(args)
 }
 
 pub(crate) fn predict(args: &PredictArgs) -> Result<(), CliError> {
@@ -121,18 +124,56 @@ pub(crate) struct EvalArgs {
     pub(crate) json: bool,
 }
 
-/// The forest's settings, shared by `train`, `eval` and `curve`.
+/// The forest's settings, shared by `train`, `eval` and `curve`: the model's own
+/// ([`ModelArgs`], which `stream` takes alone) and how training reads the file.
 #[derive(Args, Clone)]
 pub(crate) struct ForestArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Stream the training data one point at a time through online training.
+    #[arg(long)]
+    pub(crate) online: bool,
+    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
+    /// forest on the training data; `relevance:P` raises the learnt weights to the power
+    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
+    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
+    /// comma-separated.
+    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
+    pub(crate) feature_weights: FeatureWeights,
+    /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
+    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
+    /// keeps the forest's own quantiles [default: none].
+    #[arg(long, value_enum)]
+    pub(crate) calibration: Option<CalibrationArg>,
+}
+
+impl ForestArgs {
+    /// The settings of a model fed one row at a time from its first row: nothing learnt
+    /// from the whole file beforehand (uniform feature weights, no recalibration).
+    pub(crate) fn streaming(model: &ModelArgs) -> ForestArgs {
+        ForestArgs {
+            model: model.clone(),
+            online: true,
+            feature_weights: FeatureWeights::Uniform,
+            calibration: None,
+        }
+    }
+}
+
+/// The settings of the forest itself, shared by `train`, `eval`, `curve` and `stream`.
+#[derive(Args, Clone)]
+pub(crate) struct ModelArgs {
     /// What to learn: class labels (integers) or real-valued targets.
     #[arg(long, value_enum, default_value_t = TaskArg::Classification)]
     pub(crate) task: TaskArg,
     /// Number of trees [default: 100 for classification, 10 for regression].
     #[arg(long)]
     pub(crate) trees: Option<usize>,
-    /// Lifetime λ: `inf` or a number > 0.
-    #[arg(long, default_value = "inf", value_parser = parse_lifetime)]
-    pub(crate) lifetime: f64,
+    /// Lifetime λ of the classification forest: `inf` or a number > 0 [default: inf]. The
+    /// regression forest has none (its trees grow until blocks hold fewer than
+    /// --min-samples-split points) and refuses it.
+    #[arg(long, value_parser = parse_lifetime, allow_negative_numbers = true)]
+    pub(crate) lifetime: Option<f64>,
     /// Discount rate γ = factor × number of features.
     #[arg(long, default_value_t = 10.0)]
     pub(crate) discount_factor: f64,
@@ -142,9 +183,6 @@ pub(crate) struct ForestArgs {
     /// Worker threads (0 = all cores); the model does not depend on it.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub(crate) threads: usize,
-    /// Stream the training data one point at a time through online training.
-    #[arg(long)]
-    pub(crate) online: bool,
     /// Online bagging: every tree takes every point Poisson(1) times.
     #[arg(long)]
     pub(crate) bagging: bool,
@@ -164,18 +202,26 @@ pub(crate) struct ForestArgs {
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     pub(crate) theta: ThetaArg,
-    /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
-    /// forest on the training data; `relevance:P` raises the learnt weights to the power
-    /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
-    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
-    /// comma-separated.
-    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
-    pub(crate) feature_weights: FeatureWeights,
-    /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
-    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
-    /// keeps the forest's own quantiles [default: none].
-    #[arg(long, value_enum)]
-    pub(crate) calibration: Option<CalibrationArg>,
+    /// Keep only the last W training points (a sliding window): older points are deleted
+    /// exactly as newer ones arrive, so the model is a batch model on the last W rows. A
+    /// batch fit keeps the file's last W rows; with --online (and in `stream`) the window
+    /// slides along the rows. At least 1 and at most the number of training rows
+    /// [default: keep every point].
+    #[arg(long, value_name = "W")]
+    pub(crate) window: Option<usize>,
+}
+
+impl ModelArgs {
+    /// The `--window`, refused when it exceeds the `n_rows` training rows (it would keep
+    /// every row, so it is surely not what was meant); the library refuses 0 itself.
+    pub(crate) fn window_for(&self, n_rows: usize) -> Result<Option<usize>, CliError> {
+        match self.window {
+            Some(w) if w > n_rows => Err(CliError::Usage(format!(
+                "--window {w} is larger than the {n_rows} training rows; it would keep every row"
+            ))),
+            window => Ok(window),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -225,15 +271,12 @@ fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
 }
 
 fn parse_lifetime(s: &str) -> Result<f64, String> {
+    // The range (> 0) is the library's to check.
     match s.trim().to_ascii_lowercase().as_str() {
         "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
-        other => match other.parse::<f64>() {
-            // λ = 0 would grow trees that never split: a model that only knows the prior.
-            // ClassifierParams::validate only refuses λ < 0 and NaN; until it refuses 0
-            // too, this keeps the whole rule.
-            Ok(v) if v > 0.0 => Ok(v),
-            _ => Err(format!("`{s}` is not `inf` or a number > 0")),
-        },
+        other => other
+            .parse::<f64>()
+            .map_err(|_| format!("`{s}` is not `inf` or a number")),
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod curve;
 pub(crate) mod demo;
 pub(crate) mod forest;
 pub(crate) mod regress;
+pub(crate) mod stream;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -176,12 +177,25 @@ pub(crate) fn lifetime_text(lifetime: f64) -> String {
     }
 }
 
-/// Adds the forest's shape (spec §7 depth, size) and the settings to a JSON report.
+/// Text reports: the training points a model holds, and its window if it has one.
+pub(crate) fn held_text(window: Option<usize>, n_points: usize) -> String {
+    match window {
+        Some(w) => format!("{n_points} points held (window {w})"),
+        None => format!("{n_points} points held"),
+    }
+}
+
+/// Adds the forest's shape (spec §7 depth, size), its window (`null` without one) and the
+/// training points it holds to a JSON report.
 pub(crate) fn with_summary(
     mut out: serde_json::Value,
     s: &mondrian::ForestSummary,
+    window: Option<usize>,
+    n_points: usize,
 ) -> serde_json::Value {
     let extra = serde_json::json!({
+        "window": window,
+        "n_points": n_points,
         "depth_mean": s.depth_mean,
         "depth_std": s.depth_std,
         "n_nodes": s.n_nodes,

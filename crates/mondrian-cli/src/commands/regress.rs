@@ -1,19 +1,21 @@
 //! `--task regression`: real-valued targets, predicted with their uncertainty by a
 //! `MondrianForestRegressor`.
 
+use std::path::Path;
 use std::time::Instant;
 
 use mondrian::{
-    Calibration, Estimate, HyperSettings, MondrianError, MondrianForestRegressor, PredictionMode,
-    RegressorParams, RelevanceChoice,
+    Calibration, Estimate, ForestSummary, HyperSettings, MondrianError, MondrianForestRegressor,
+    PredictionMode, RegressorParams, RelevanceChoice,
 };
 use serde::{Deserialize, Serialize};
 
 use super::forest::{
-    training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, PredictArgs, Task, ThetaArg,
-    TrainArgs,
+    training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, ModelArgs, PredictArgs, Task,
+    ThetaArg, TrainArgs,
 };
-use super::{print_features, save_model, timed_training, with_summary, CliError};
+use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
+use super::{held_text, print_features, save_model, timed_training, with_summary, CliError};
 use crate::io::{read_dataset, read_features, Dataset};
 
 /// The regression task.
@@ -28,23 +30,41 @@ struct SavedRegressor {
 
 pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
 
+/// Refuses the flags that only mean something for a classification forest and that the
+/// regressor would otherwise ignore.
+pub(crate) fn check_flags(args: &ModelArgs) -> Result<(), CliError> {
+    // The regressor's trees have no lifetime (λ = ∞; blocks with fewer than
+    // min_samples_split points stay leaves), so a --lifetime would be silently ignored.
+    if args.lifetime.is_some() {
+        return Err(CliError::Usage(
+            "--lifetime applies to classification: regression trees grow until their blocks \
+             hold fewer than --min-samples-split points"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The regressor the flags ask for, scaled to the training file's ranges.
-fn params(args: &ForestArgs, train: &Dataset) -> RegressorParams {
+fn params(args: &ForestArgs, train: &Dataset) -> Result<RegressorParams, CliError> {
     let defaults = RegressorParams::default();
-    RegressorParams {
-        n_trees: args.trees.unwrap_or(defaults.n_trees),
-        min_samples_split: args.min_samples_split.unwrap_or(defaults.min_samples_split),
-        mode: match args.mode {
+    let model = &args.model;
+    Ok(RegressorParams {
+        n_trees: model.trees.unwrap_or(defaults.n_trees),
+        min_samples_split: model
+            .min_samples_split
+            .unwrap_or(defaults.min_samples_split),
+        mode: match model.mode {
             ModeArg::Exact => PredictionMode::Exact,
             ModeArg::Quadrature => PredictionMode::ExactQuadrature,
             ModeArg::Fast => PredictionMode::Fast,
         },
-        seed: args.seed,
-        n_threads: args.threads,
-        bagging: args.bagging,
+        seed: model.seed,
+        n_threads: model.threads,
+        bagging: model.bagging,
         scaling: training_scaling(train),
         hyper: HyperSettings {
-            estimate: match args.theta {
+            estimate: match model.theta {
                 ThetaArg::Heuristic => Estimate::Heuristic,
                 ThetaArg::MarginalLikelihood => Estimate::MarginalLikelihood,
             },
@@ -55,8 +75,25 @@ fn params(args: &ForestArgs, train: &Dataset) -> RegressorParams {
             Some(CalibrationArg::Cv) => Calibration::Cv,
             Some(CalibrationArg::None) | None => Calibration::None,
         },
-        window: None,
-    }
+        window: model.window_for(train.n_rows())?,
+    })
+}
+
+/// Online training on row `i` of `data` alone; an error names the file's row, not the row
+/// within the one-row call.
+fn learn_row(
+    forest: &mut MondrianForestRegressor,
+    data: &Dataset,
+    i: usize,
+) -> Result<(), MondrianError> {
+    forest
+        .partial_fit(data.row(i), data.n_features, &data.labels[i..=i])
+        .map_err(|e| match e {
+            MondrianError::TargetOverflow { value, max, .. } => {
+                MondrianError::TargetOverflow { row: i, value, max }
+            }
+            other => other,
+        })
 }
 
 /// Trains by batch `fit`, or point by point with `--online`.
@@ -64,7 +101,7 @@ fn train_forest(
     args: &ForestArgs,
     train: &Dataset,
 ) -> Result<(MondrianForestRegressor, f64, Option<RelevanceChoice>), CliError> {
-    let mut params = params(args, train);
+    let mut params = params(args, train)?;
     let d = train.n_features;
     let (x, y) = (&train.x, &train.labels);
     // As for the classifier: weights from the whole file, like the ranges.
@@ -87,15 +124,7 @@ fn train_forest(
         train.n_rows(),
         "fitting regression trees",
         |row| match row {
-            // Name the file's row, not the row within a one-row call.
-            Some(i) => forest
-                .partial_fit(&x[i * d..(i + 1) * d], d, &y[i..=i])
-                .map_err(|e| match e {
-                    MondrianError::TargetOverflow { value, max, .. } => {
-                        MondrianError::TargetOverflow { row: i, value, max }
-                    }
-                    other => other,
-                }),
+            Some(i) => learn_row(&mut forest, train, i),
             None => forest.fit(x, d, y),
         },
     )?;
@@ -106,18 +135,94 @@ fn train_forest(
     Ok((forest, secs, choice))
 }
 
+/// Saves `forest`, trained on `data`, to `path` in the file `predict` reads.
+fn save(forest: MondrianForestRegressor, data: &Dataset, path: &Path) -> Result<(), CliError> {
+    let saved = SavedRegressor {
+        feature_names: data.feature_names.clone(),
+        forest,
+    };
+    save_model(&saved, SAVED_KIND, path)
+}
+
+/// `stream`'s regressor and the file it learns.
+struct RegressorStream {
+    data: Dataset,
+    forest: MondrianForestRegressor,
+    /// The first target learnt.
+    first_target: Option<f64>,
+    /// Whether a target other than the first has been learnt.
+    varied: bool,
+}
+
+impl Streamer for RegressorStream {
+    fn metric(&self) -> Metric {
+        Metric::Rmse
+    }
+
+    fn data(&self) -> &Dataset {
+        &self.data
+    }
+
+    fn score(&self, row: usize) -> Result<Option<Score>, CliError> {
+        // θ, which sets every spread of the predictive, comes from the variance of the
+        // targets learnt: while they are all equal the predictive is a spike at the library's
+        // variance floor, and its density (~1e8 nats off) would swamp the mean NLPD.
+        if !self.varied {
+            return Ok(None);
+        }
+        let (x, d, y) = (
+            self.data.row(row),
+            self.data.n_features,
+            &self.data.labels[row..=row],
+        );
+        let mean = self.forest.predict(x, d)?.mean[0];
+        let log_p = self.forest.log_density(x, d, y)?[0];
+        Ok(Some(Score {
+            point: (mean - y[0]).powi(2),
+            loss: -log_p,
+        }))
+    }
+
+    fn learn(&mut self, row: usize) -> Result<(), CliError> {
+        learn_row(&mut self.forest, &self.data, row)?;
+        let y = self.data.labels[row];
+        match self.first_target {
+            None => self.first_target = Some(y),
+            Some(first) => self.varied |= first != y,
+        }
+        Ok(())
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            window: self.forest.params().window,
+            n_points: self.forest.n_points(),
+        }
+    }
+
+    fn summary(&self) -> ForestSummary {
+        self.forest.summary()
+    }
+
+    fn n_classes(&self) -> Option<usize> {
+        None
+    }
+
+    fn save(self: Box<Self>, path: &Path) -> Result<(), CliError> {
+        save(self.forest, &self.data, path)
+    }
+}
+
 impl Task for Regress {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
+        check_flags(&args.forest.model)?;
         let data = read_dataset(&args.train, None)?;
         let (forest, secs, _) = train_forest(&args.forest, &data)?;
-        let saved = SavedRegressor {
-            feature_names: data.feature_names.clone(),
-            forest,
-        };
-        save_model(&saved, SAVED_KIND, &args.model)?;
-        let s = saved.forest.summary();
+        let s = forest.summary();
+        let held = held_text(forest.params().window, forest.n_points());
+        save(forest, &data, &args.model)?;
         eprintln!(
-            "trained {} regression trees on {} rows × {} features in {secs:.2}s; {} nodes, saved to {}",
+            "trained {} regression trees on {} rows × {} features in {secs:.2}s; {} nodes, {held}, saved to {}",
             s.n_trees,
             data.n_rows(),
             data.n_features,
@@ -128,6 +233,7 @@ impl Task for Regress {
     }
 
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError> {
+        check_flags(&args.forest.model)?;
         let train_set = read_dataset(&args.train, None)?;
         // Read at the training file's width, or refused naming the line.
         let test_set = read_dataset(&args.test, Some(train_set.n_features))?;
@@ -199,18 +305,22 @@ impl Task for Regress {
                 "gamma1": theta.gamma1,
                 "gamma2": theta.gamma2,
                 "noise_var": theta.noise_var,
-                "seed": args.forest.seed,
+                "seed": args.forest.model.seed,
                 "online": args.forest.online,
-                "threads": args.forest.threads,
+                "threads": args.forest.model.threads,
             });
-            println!("{}", with_summary(out, &s));
+            println!(
+                "{}",
+                with_summary(out, &s, forest.params().window, forest.n_points())
+            );
         } else {
             println!(
-                "rmse {rmse:.4}  nlpd {nlpd:.4}  coverage(90%) {coverage_90:.3} (gaussian {coverage_90_gaussian:.3})  train {train_seconds:.2}s ({})  predict {predict_seconds:.2}s  n_train {}  n_test {}  trees {}",
+                "rmse {rmse:.4}  nlpd {nlpd:.4}  coverage(90%) {coverage_90:.3} (gaussian {coverage_90_gaussian:.3})  train {train_seconds:.2}s ({})  predict {predict_seconds:.2}s  n_train {}  n_test {}  trees {}  {}",
                 if args.forest.online { "online" } else { "batch" },
                 train_set.n_rows(),
                 test_set.n_rows(),
                 forest.params().n_trees,
+                held_text(forest.params().window, forest.n_points()),
             );
             if let Some(pits) = forest.calibration() {
                 let (lo, hi) = forest.interval_probabilities(0.9)?;
@@ -262,5 +372,18 @@ impl Task for Regress {
             text.push('\n');
         }
         Ok(text)
+    }
+
+    fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError> {
+        check_flags(&args.forest)?;
+        let data = read_dataset(&args.input, None)?;
+        let forest =
+            MondrianForestRegressor::new(params(&ForestArgs::streaming(&args.forest), &data)?)?;
+        Ok(Box::new(RegressorStream {
+            data,
+            forest,
+            first_target: None,
+            varied: false,
+        }))
     }
 }

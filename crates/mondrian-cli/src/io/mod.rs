@@ -44,6 +44,11 @@ impl Dataset {
             .checked_div(self.n_features)
             .unwrap_or(self.labels.len())
     }
+
+    /// The features of row `i` (`i < n_rows()`).
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.x[i * self.n_features..(i + 1) * self.n_features]
+    }
 }
 
 /// Everything that can go wrong while reading a data set. Each variant names the
