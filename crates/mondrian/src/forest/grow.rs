@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::pool::Pool;
 use super::{helpers, poisson_weight, TreeUnit};
+use crate::process::Feature;
 use crate::tree::{NodeStatistics, TrainingPoints, NO_NODE};
 
 /// Most trees that take a training point with interleaved descents (more descents in
@@ -83,9 +84,10 @@ pub(crate) fn grow_trees<S>(
     let group = pool.tree_group(trees.len());
     let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
         let first_tree = c * group;
-        for unit in chunk.iter_mut().filter(|_| !leaving.is_empty()) {
-            for &slot in leaving {
-                unit.tree.delete(slot, data, &mut unit.stats);
+        for &slot in leaving {
+            descend(chunk, data.row(slot), data.features, |_| true);
+            for unit in chunk.iter_mut() {
+                unit.tree.delete_routed(slot, data, &mut unit.stats);
             }
         }
         if arriving.is_empty() {
@@ -113,46 +115,15 @@ pub(crate) fn grow_trees<S>(
             }
         }
         let mut weights = [0u32; TREE_GROUP];
-        // The trees whose descent is still going, with the node each stands at; a tree
-        // that reaches its leaf leaves the list, so later rounds visit only trees with work.
-        let mut live = [(0u8, NO_NODE); TREE_GROUP];
         for &(slot, id) in arriving {
-            let x = data.row(slot);
-            let mut n_live = 0;
-            for (t, unit) in chunk.iter_mut().enumerate() {
-                weights[t] = if sampled[t] {
+            for (t, w) in weights.iter_mut().enumerate().take(chunk.len()) {
+                *w = if sampled[t] {
                     0
                 } else {
                     weight(first_tree + t, id)
                 };
-                if weights[t] > 0 {
-                    let root = unit.tree.route_begin();
-                    if root != NO_NODE {
-                        live[n_live] = (t as u8, root);
-                        n_live += 1;
-                    }
-                }
             }
-            while n_live > 0 {
-                let mut k = 0;
-                while k < n_live {
-                    let (t, node) = live[k];
-                    let unit = &mut chunk[t as usize];
-                    let next = unit.tree.route_advance(node, x, data.features);
-                    if next == NO_NODE {
-                        // The statistics the insertion updates: the leaf's and those of
-                        // the ancestors a new label reaches.
-                        for j in unit.tree.route_tail(STATS_AHEAD) {
-                            unit.stats.prefetch(j);
-                        }
-                        n_live -= 1;
-                        live[k] = live[n_live];
-                    } else {
-                        live[k].1 = next;
-                        k += 1;
-                    }
-                }
-            }
+            descend(chunk, data.row(slot), data.features, |t| weights[t] > 0);
             for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
                 if w > 0 {
                     unit.tree
@@ -192,5 +163,49 @@ pub(crate) fn grow_trees<S>(
         trees.chunks_mut(group).enumerate().for_each(work);
     } else {
         pool.install(|| trees.par_chunks_mut(group).enumerate().for_each(work));
+    }
+}
+
+/// Routes `x` to its leaf in each tree `t` of `chunk` with `wanted(t)`, recording the
+/// routes for [`extend_routed`](crate::tree::MondrianTree::extend_routed) or
+/// [`delete_routed`](crate::tree::MondrianTree::delete_routed). The descents advance in
+/// lockstep, one level each in turn, so that the trees' cache misses overlap (a descent
+/// waits on each node it loads); a tree that reaches its leaf leaves the list, so later
+/// rounds visit only trees with work.
+fn descend<S: NodeStatistics>(
+    chunk: &mut [TreeUnit<S>],
+    x: &[Feature],
+    features: &[Feature],
+    wanted: impl Fn(usize) -> bool,
+) {
+    let mut live = [(0u8, NO_NODE); TREE_GROUP];
+    let mut n_live = 0;
+    for (t, unit) in chunk.iter_mut().enumerate() {
+        if wanted(t) {
+            let root = unit.tree.route_begin();
+            if root != NO_NODE {
+                live[n_live] = (t as u8, root);
+                n_live += 1;
+            }
+        }
+    }
+    while n_live > 0 {
+        let mut k = 0;
+        while k < n_live {
+            let (t, node) = live[k];
+            let unit = &mut chunk[t as usize];
+            let next = unit.tree.route_advance(node, x, features);
+            if next == NO_NODE {
+                // The statistics an update reads: the leaf's and its parents'.
+                for j in unit.tree.route_tail(STATS_AHEAD) {
+                    unit.stats.prefetch(j);
+                }
+                n_live -= 1;
+                live[k] = live[n_live];
+            } else {
+                live[k].1 = next;
+                k += 1;
+            }
+        }
     }
 }

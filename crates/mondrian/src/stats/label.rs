@@ -216,6 +216,25 @@ impl NodeStatistics for LabelCounts {
         }
     }
 
+    fn release_leaf(
+        &mut self,
+        node: u32,
+        target: u32,
+        weight: u32,
+        _points: &[u32],
+        _targets: &[u32],
+    ) -> bool {
+        // The exact inverse of absorb_leaf: counts are integers.
+        let r = self.record_mut(node);
+        r[2 + target as usize] -= weight;
+        r[0] -= weight;
+        let gone = r[2 + target as usize] == 0;
+        if gone {
+            r[1] -= 1;
+        }
+        gone
+    }
+
     fn node_is_pure(&self, node: u32) -> bool {
         // At an internal node too: its count of a class is the children's tables of it, so
         // its tables are the classes present below (spec §3.2).

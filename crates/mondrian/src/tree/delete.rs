@@ -38,35 +38,46 @@ impl MondrianTree {
         data: &TrainingPoints<S::Target>,
         stats: &mut S,
     ) -> u32 {
-        if self.root == NO_NODE {
-            return 0;
-        }
         // A training point lies in the leaf its row routes to: every road of insertion and
         // sampling sends it by the same rule.
         let x = data.row(point);
-        let mut path = std::mem::take(&mut self.path);
-        path.clear();
-        let mut node = self.root;
-        loop {
-            path.push((node, 0.0));
-            if self.is_leaf(node) {
-                break;
-            }
-            node = self.route(node, x);
+        let mut node = self.route_begin();
+        while node != NO_NODE {
+            node = self.route_advance(node, x, data.features);
         }
-        let leaf = node;
-        let mut points = self.take_leaf_points(leaf);
-        let held = points.len();
-        points.retain(|&i| i != point);
-        let weight = (held - points.len()) as u32;
+        self.delete_routed(point, data, stats)
+    }
+
+    /// [`delete`](Self::delete) after the point's route was recorded by
+    /// [`route_begin`](Self::route_begin) / [`route_advance`](Self::route_advance) (which
+    /// lets a caller interleave the descents of several trees).
+    pub fn delete_routed<S: NodeStatistics>(
+        &mut self,
+        point: u32,
+        data: &TrainingPoints<S::Target>,
+        stats: &mut S,
+    ) -> u32 {
+        let Some(&(leaf, _)) = self.path.last() else {
+            return 0;
+        };
+        let weight = self
+            .leaf_points(leaf)
+            .iter()
+            .filter(|&&i| i == point)
+            .count() as u32;
         if weight == 0 {
-            self.put_leaf_vec(leaf, points);
-            self.path = path;
             return 0;
         }
+        let x = data.row(point);
         let target = data.target(point);
+        let mut path = std::mem::take(&mut self.path);
         path.pop();
-        if points.is_empty() {
+        // A point strictly inside its leaf's box in every feature leaves the box, and so
+        // every box above, as it was: the common case, which spares a pass over the
+        // leaf's points (a paused leaf may hold thousands).
+        let inside = self.strictly_inside(leaf, x, data.features);
+        if weight as usize == self.leaf_len(leaf) {
+            self.take_leaf_points(leaf);
             if !self.splice_out(leaf, &mut path) {
                 // The tree held this point alone.
                 *self = MondrianTree::new(self.n_features, self.lifetime, self.pause);
@@ -74,7 +85,11 @@ impl MondrianTree {
                 return weight;
             }
         } else {
-            self.refit_leaf_box(leaf, &points, data);
+            let mut points = self.take_leaf_points(leaf);
+            points.retain(|&i| i != point);
+            if !inside || self.set_names(leaf, point) {
+                self.refit_leaf_box(leaf, &points, data);
+            }
             stats.release_leaf(leaf, target, weight, &points, data.targets);
             if !self.nodes[leaf as usize].paused() && self.pause.holds(&points, stats, data.targets)
             {
@@ -83,7 +98,7 @@ impl MondrianTree {
             }
             self.put_leaf_vec(leaf, points);
         }
-        let collapse = self.shrink_ancestors(&path, point, target, weight, data, stats);
+        let collapse = self.shrink_ancestors(&path, point, target, weight, !inside, data, stats);
         if let Some(block) = collapse {
             self.collapse(block, data, stats);
             self.propagate_recompute(self.nodes[block as usize].parent, stats);
@@ -119,23 +134,29 @@ impl MondrianTree {
     /// first): each box becomes the union of its children's, each statistics record is
     /// recomputed from its children, and the highest block the pause rule now holds for is
     /// returned, to be collapsed into a paused leaf.
+    #[allow(clippy::too_many_arguments)]
     fn shrink_ancestors<S: NodeStatistics>(
         &mut self,
         path: &[(u32, f64)],
         point: u32,
         target: S::Target,
         weight: u32,
+        mut boxes_moved: bool,
         data: &TrainingPoints<S::Target>,
         stats: &mut S,
     ) -> Option<u32> {
         let rule = self.pause;
         let mut pausable = rule.pause_on_pure || rule.min_samples_split > 1;
-        let (mut boxes_moved, mut stats_moved) = (true, true);
+        let mut stats_moved = true;
         let mut collapse = None;
         for &(node, _) in path.iter().rev() {
             let (left, right) = self.children(node).expect("an ancestor has children");
             // A box that did not move leaves every box above it as it was, but a set above
             // may still name the point (its copies can sit inside the box).
+            // A box the point lay strictly inside keeps its extent, and so do those above.
+            if boxes_moved && self.strictly_inside(node, data.row(point), data.features) {
+                boxes_moved = false;
+            }
             if boxes_moved || self.set_names(node, point) {
                 boxes_moved = self.refit_internal_box(node, left, right, point, data.features);
             }
@@ -145,7 +166,11 @@ impl MondrianTree {
             // Monotone: once a block keeps its split, every block above it does.
             if pausable {
                 let pure = rule.pause_on_pure && stats.node_is_pure(node);
-                if pure || self.count_below(node, rule.min_samples_split) < rule.min_samples_split {
+                // An internal node has two leaves below, each with a point: fewer than
+                // min_samples_split ≤ 2 points is impossible, and needs no count.
+                let small = rule.min_samples_split > 2
+                    && self.count_below(node, rule.min_samples_split) < rule.min_samples_split;
+                if pure || small {
                     collapse = Some(node);
                 } else {
                     pausable = false;
@@ -153,6 +178,20 @@ impl MondrianTree {
             }
         }
         collapse
+    }
+
+    /// Whether `x` lies strictly inside `node`'s box in every feature.
+    fn strictly_inside(&mut self, node: u32, x: &[Feature], features: &[Feature]) -> bool {
+        let mut hull = std::mem::take(&mut self.hull);
+        let inside = {
+            let (lo, hi) = self.box_in(node, features, &mut hull);
+            lo.iter()
+                .zip(hi)
+                .zip(x)
+                .all(|((&l, &h), &v)| l < v && v < h)
+        };
+        self.hull = hull;
+        inside
     }
 
     /// Points (with multiplicity) below `node`, counted up to `cap`.
