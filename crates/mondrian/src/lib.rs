@@ -7,6 +7,29 @@
 //!
 //! * [`MondrianForestClassifier`]: online Mondrian forests with hierarchical label
 //!   smoothing (Lakshminarayanan, Roy & Teh 2014; spec `mf-classification.md`).
+//! * [`MondrianForestRegressor`]: Mondrian forest regression with predictive uncertainty
+//!   (Lakshminarayanan, Roy & Teh 2016; spec `mf-regression.md`).
+//!
+//! Trees grow by batch sampling or point by point with the same distribution, and shed
+//! points by exact deletion ([`tree::MondrianTree::delete`]), so every model can keep a
+//! sliding window of its last W points or [`forget`](model::Forget) given ones and stay
+//! distributed as if trained on what it holds. The operations every model offers are the
+//! traits of [`model`]; `ARCHITECTURE.md` draws the modules.
+//!
+//! ```
+//! use mondrian::{ClassifierParams, MondrianForestClassifier};
+//! // Keep the last 3 points of a stream.
+//! let params = ClassifierParams { n_trees: 10, window: Some(3), ..Default::default() };
+//! let mut forest = MondrianForestClassifier::new(params)?;
+//! for (i, x) in [0.1, 0.2, 0.8, 0.9, 0.15].iter().enumerate() {
+//!     forest.partial_fit(&[*x], 1, &[usize::from(*x > 0.5)])?;
+//!     assert_eq!(forest.n_points(), (i + 1).min(3));
+//! }
+//! assert_eq!(forest.point_ids(), vec![2, 3, 4]);
+//! forest.forget(&[3])?; // as if the point 0.9 had never been seen
+//! assert_eq!(forest.point_ids(), vec![2, 4]);
+//! # Ok::<(), mondrian::MondrianError>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod data;
