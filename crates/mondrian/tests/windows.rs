@@ -318,11 +318,28 @@ fn the_regressor_windows_and_forgets() {
     let bytes = forest.to_bytes().unwrap();
     assert!(forest.forget(&ids[..1]).is_err());
     assert_eq!(forest.to_bytes().unwrap(), bytes);
-    let back = MondrianForestRegressor::from_bytes(&bytes).unwrap();
+    let mut back = MondrianForestRegressor::from_bytes(&bytes).unwrap();
     assert_eq!(
         back.predict(&x[..10], 2).unwrap(),
         forest.predict(&x[..10], 2).unwrap()
     );
+    // The loaded model goes on exactly as the saved one (θ included).
+    for i in 0..80 {
+        let (xi, yi) = (&x[2 * i..2 * i + 2], &y[i..=i]);
+        forest.partial_fit(xi, 2, yi).unwrap();
+        back.partial_fit(xi, 2, yi).unwrap();
+    }
+    assert_eq!(back.to_bytes().unwrap(), forest.to_bytes().unwrap());
+    assert_eq!(back.theta(), forest.theta());
+    // Forgetting every point leaves a model that says it holds none, then learns again.
+    let all = forest.point_ids();
+    forest.forget(&all).unwrap();
+    assert!(matches!(
+        forest.predict(&x[..2], 2),
+        Err(MondrianError::EmptyData(_))
+    ));
+    forest.partial_fit(&x[..20], 2, &y[..10]).unwrap();
+    assert!(forest.predict(&x[..2], 2).unwrap().mean[0].is_finite());
 }
 
 /// A window of 0 is refused when the model is made.

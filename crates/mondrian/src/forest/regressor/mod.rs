@@ -51,9 +51,9 @@ pub struct MondrianForestRegressor {
     forest: Forest<TargetMoments>,
     /// Moments of the labels of the points held (each once, whatever the bagging weights).
     labels: Moments,
-    /// Labels taken out of `labels` by the inverse update since it was last summed afresh.
-    #[serde(skip)]
-    labels_released: usize,
+    /// Labels taken out of `labels` by the inverse update since it was last summed afresh
+    /// (saved, so that a loaded model sums afresh when the one saved would have).
+    labels_released: u64,
     /// Sorted PITs of held-out rows that recalibrate the intervals ([`Calibration`]).
     calibration: Option<Vec<f64>>,
     /// θ from the heuristic, refreshed after each training call.
@@ -72,6 +72,7 @@ struct RegressorState {
     params: RegressorParams,
     forest: Forest<TargetMoments>,
     labels: Moments,
+    labels_released: u64,
     calibration: Option<Vec<f64>>,
 }
 
@@ -85,7 +86,7 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
             params: s.params,
             forest,
             labels: s.labels,
-            labels_released: 0,
+            labels_released: s.labels_released,
             calibration: s.calibration,
             theta: None,
             messages: Vec::new(),
@@ -153,8 +154,8 @@ impl MondrianForestRegressor {
         for &y in gone {
             self.labels.remove(y, 1.0);
         }
-        self.labels_released += gone.len();
-        if self.labels_released > self.forest.store.len() {
+        self.labels_released += gone.len() as u64;
+        if self.labels_released > self.forest.store.len() as u64 {
             self.labels = Moments::default();
             for y in self.forest.store.live_targets() {
                 self.labels.push(y, 1.0);
@@ -340,6 +341,12 @@ impl MondrianForestRegressor {
         let Some(d) = self.forest.store.n_features else {
             return;
         };
+        if self.forest.store.len() == 0 {
+            // Every point was forgotten: no labels, so no θ; prediction says so.
+            self.theta = None;
+            self.messages.clear();
+            return;
+        }
         let extent = self
             .forest
             .store

@@ -62,6 +62,11 @@ impl MondrianForestRegressor {
         init: impl Fn() -> R + Sync,
         visit: impl Fn(&mut R, &[Component]) + Sync,
     ) -> Result<Vec<R>> {
+        if self.forest.store.n_features.is_some() && self.forest.store.len() == 0 {
+            return Err(MondrianError::EmptyData(
+                "the model holds no points (every point was forgotten or left the window)",
+            ));
+        }
         let theta = self.theta.ok_or(MondrianError::NotFitted)?;
         let rows = self.forest.store.rows(x, n_features)?;
         let scaled = self.forest.store.scale(&rows)?;
