@@ -24,24 +24,6 @@ use rand::Rng;
 
 const INF: f64 = f64::INFINITY;
 
-/// Seven labelled 2-D points (K = 3) with a duplicate x of mixed labels (0, 1) and a
-/// duplicate x of equal labels (3, 4) (as in `sampler.rs`).
-fn labelled_with_duplicates() -> Data {
-    Data::new(
-        &[
-            &[0.1, 0.1],
-            &[0.1, 0.1],
-            &[0.4, 0.8],
-            &[0.9, 0.3],
-            &[0.9, 0.3],
-            &[0.6, 0.6],
-            &[0.2, 0.5],
-        ],
-        &[0, 1, 0, 1, 1, 2, 0],
-        3,
-    )
-}
-
 /// `n` points in `d` features on a coarse grid (values repeat, so boxes are often shared
 /// by several points and point-id sets form on wide data), with labels in 0..k.
 fn grid_data(n: usize, d: usize, k: u32, seed: u64) -> Data {

@@ -21,24 +21,6 @@ use rand::seq::SliceRandom;
 
 const INF: f64 = f64::INFINITY;
 
-/// Seven labelled 2-D points (K = 3) with a duplicate x of mixed labels (0, 1) and a
-/// duplicate x of equal labels (3, 4).
-fn labelled_with_duplicates() -> Data {
-    Data::new(
-        &[
-            &[0.1, 0.1],
-            &[0.1, 0.1],
-            &[0.4, 0.8],
-            &[0.9, 0.3],
-            &[0.9, 0.3],
-            &[0.6, 0.6],
-            &[0.2, 0.5],
-        ],
-        &[0, 1, 0, 1, 1, 2, 0],
-        3,
-    )
-}
-
 // ---------------------------------------------------------------------------------------
 // §8.4 item 6: online = batch = any order
 // ---------------------------------------------------------------------------------------
