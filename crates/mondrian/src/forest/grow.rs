@@ -172,6 +172,7 @@ pub(crate) fn grow_trees<S>(
 /// lockstep, one level each in turn, so that the trees' cache misses overlap (a descent
 /// waits on each node it loads); a tree that reaches its leaf leaves the list, so later
 /// rounds visit only trees with work.
+#[inline(always)]
 fn descend<S: NodeStatistics>(
     chunk: &mut [TreeUnit<S>],
     x: &[Feature],

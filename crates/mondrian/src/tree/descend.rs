@@ -134,7 +134,7 @@ impl MondrianTree {
     /// Records `node` on the route of `x` and returns the next node, `NO_NODE` after the
     /// leaf. The next node's record is prefetched; at the leaf, the boxes at the bottom of
     /// the route, which the insertion measures first, are (`features`: the training rows).
-    #[inline]
+    #[inline(always)]
     pub fn route_advance(&mut self, node: u32, x: &[Feature], features: &[Feature]) -> u32 {
         self.path.push((node, 0.0));
         if self.is_leaf(node) {
