@@ -15,6 +15,7 @@ pub mod forest;
 pub mod metrics;
 pub mod persist;
 pub mod process;
+pub mod simd;
 pub mod stats;
 pub mod tree;
 
