@@ -26,7 +26,7 @@
 //! [`active_path`] reports which forms the next calls will use.
 
 use crate::process::Feature;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The family of kernel forms in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,16 +55,17 @@ const PORTABLE: u8 = 1;
 const AVX: u8 = 2;
 const AVX512: u8 = 3;
 
-/// The widest forms the CPU and the environment allow; `UNKNOWN` until the first call.
+/// The forms the kernels use now; `UNKNOWN` until the first call. One relaxed load per
+/// kernel call reads it, and the branch on it predicts perfectly.
+static ACTIVE: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// The widest forms the CPU and `MONDRIAN_SIMD` allow; `UNKNOWN` until first needed.
 static ALLOWED: AtomicU8 = AtomicU8::new(UNKNOWN);
-/// Set by [`force_portable`].
-static FORCED: AtomicBool = AtomicBool::new(false);
 
 /// Makes every later kernel call use the portable forms (`true`), or the forms the CPU and
 /// `MONDRIAN_SIMD` allow (`false`, the default). Results do not change either way, only
 /// speed; this exists to check exactly that, and to rule SIMD out when chasing a fault.
 pub fn force_portable(on: bool) {
-    FORCED.store(on, Ordering::Relaxed);
+    ACTIVE.store(if on { PORTABLE } else { allowed() }, Ordering::Relaxed);
 }
 
 /// The forms the next kernel calls will use.
@@ -76,29 +77,39 @@ pub fn active_path() -> SimdPath {
     }
 }
 
-/// The level for this call: two relaxed loads of flags that almost never change, so the
-/// branch on it predicts perfectly.
 #[inline(always)]
 fn level() -> u8 {
-    if FORCED.load(Ordering::Relaxed) {
-        return PORTABLE;
-    }
-    match ALLOWED.load(Ordering::Relaxed) {
-        UNKNOWN => detect(),
+    match ACTIVE.load(Ordering::Relaxed) {
+        UNKNOWN => first_level(),
         l => l,
     }
 }
 
-/// Reads `MONDRIAN_SIMD` and the CPU's features, once (threads that race here store the
-/// same value).
+/// The level of the first kernel call: the allowed one, unless [`force_portable`] has
+/// set one meanwhile (it then wins: the exchange only replaces `UNKNOWN`).
 #[cold]
 #[inline(never)]
-fn detect() -> u8 {
-    let portable = std::env::var_os("MONDRIAN_SIMD")
-        .is_some_and(|v| v.to_str().map(str::trim) == Some("portable"));
-    let level = if portable { PORTABLE } else { cpu_level() };
-    ALLOWED.store(level, Ordering::Relaxed);
-    level
+fn first_level() -> u8 {
+    let allowed = allowed();
+    match ACTIVE.compare_exchange(UNKNOWN, allowed, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => allowed,
+        Err(set) => set,
+    }
+}
+
+/// Reads `MONDRIAN_SIMD` and the CPU's features once (threads that race here store the
+/// same value).
+fn allowed() -> u8 {
+    match ALLOWED.load(Ordering::Relaxed) {
+        UNKNOWN => {
+            let portable = std::env::var_os("MONDRIAN_SIMD")
+                .is_some_and(|v| v.to_str().map(str::trim) == Some("portable"));
+            let level = if portable { PORTABLE } else { cpu_level() };
+            ALLOWED.store(level, Ordering::Relaxed);
+            level
+        }
+        l => l,
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
