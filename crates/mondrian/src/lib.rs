@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod model;
 pub mod persist;
 pub mod process;
+pub mod simd;
 pub mod stats;
 pub mod tree;
 

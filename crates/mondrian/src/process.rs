@@ -5,6 +5,7 @@
 //! split location on a half-open interval, and the cut that separates a new point from an
 //! existing box during online extension (§2.4).
 
+use crate::simd;
 use rand::Rng;
 
 /// Feature storage type. Boxes and split locations share it, so routing a training point
@@ -174,210 +175,32 @@ fn next_down(b: Feature) -> Feature {
 
 /// Rate `η = Σ_d max(ℓ_d − x_d, 0) + max(x_d − u_d, 0)`: the L1 distance from `x` to the box
 /// (§2.4 step 1, §4.1). Zero iff `x` lies in the closed box.
+///
+/// Summed in four lanes, lane k taking the features `d ≡ k mod 4`; the form that runs
+/// (portable or SIMD) is chosen at run time and gives the same bits ([`crate::simd`]).
 #[inline]
 pub fn extension_rate(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
-    {
-        use std::arch::x86_64::{_mm256_add_pd, _mm256_setzero_pd, _mm256_storeu_pd, _mm_loadu_ps};
-        let n = x.len().min(lower.len()).min(upper.len());
-        let mut i = 0;
-        let mut acc = [0.0f64; 4];
-        // Lane k sums the features ≡ k mod 4 in order, as `extension_rate_portable` does,
-        // so both give the same bits and a model does not depend on the machine's SIMD;
-        // written out, it runs about twice as fast. (Eight lanes were no faster, and
-        // skipping groups of features with the point inside, found by f32 compares, was
-        // slower on real data: the branches mispredict.)
-        // SAFETY: the target has AVX (checked at compile time); every load reads 4 floats
-        // starting at i with i + 4 ≤ n, inside all three slices, and the store writes the
-        // 4 f64 of `acc`.
-        unsafe {
-            let mut sum = _mm256_setzero_pd();
-            while i + 4 <= n {
-                let lo = _mm_loadu_ps(lower.as_ptr().add(i));
-                let hi = _mm_loadu_ps(upper.as_ptr().add(i));
-                sum = _mm256_add_pd(sum, gaps4(lo, hi, x.as_ptr().add(i)));
-                i += 4;
-            }
-            _mm256_storeu_pd(acc.as_mut_ptr(), sum);
-        }
-        for k in i..n {
-            acc[0] += gap(lower[k], upper[k], x[k]);
-        }
-        #[allow(clippy::needless_return)]
-        return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    }
-    #[allow(unreachable_code)]
-    extension_rate_portable(lower, upper, x)
-}
-
-/// The four terms `max(ℓ − x, 0) + max(x − u, 0)` of [`extension_rate`] for the box
-/// bounds `lo`, `hi` and the four features of `x` at `x`, in f64 (exact differences).
-///
-/// # Safety
-/// The target has AVX and `x` points at four readable floats.
-#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
-#[inline(always)]
-unsafe fn gaps4(
-    lo: std::arch::x86_64::__m128,
-    hi: std::arch::x86_64::__m128,
-    x: *const Feature,
-) -> std::arch::x86_64::__m256d {
-    use std::arch::x86_64::{
-        _mm256_add_pd, _mm256_cvtps_pd, _mm256_max_pd, _mm256_setzero_pd, _mm256_sub_pd,
-        _mm_loadu_ps,
-    };
-    let zero = _mm256_setzero_pd();
-    let (l, u) = (_mm256_cvtps_pd(lo), _mm256_cvtps_pd(hi));
-    let v = _mm256_cvtps_pd(_mm_loadu_ps(x));
-    let below = _mm256_max_pd(_mm256_sub_pd(l, v), zero);
-    let above = _mm256_max_pd(_mm256_sub_pd(v, u), zero);
-    _mm256_add_pd(below, above)
-}
-
-/// [`extension_rate`] without explicit SIMD.
-#[allow(dead_code)]
-fn extension_rate_portable(lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
-    // Four partial sums break the dependency chain so the loop vectorises; differences
-    // are taken in f64, where they are exact for f32 inputs.
-    let mut acc = [0.0f64; 4];
-    let (l4, u4, x4) = (
-        lower.chunks_exact(4),
-        upper.chunks_exact(4),
-        x.chunks_exact(4),
-    );
-    let (lr, ur, xr) = (l4.remainder(), u4.remainder(), x4.remainder());
-    for ((l, u), v) in l4.zip(u4).zip(x4) {
-        for lane in 0..4 {
-            acc[lane] += gap(l[lane], u[lane], v[lane]);
-        }
-    }
-    for ((&l, &u), &v) in lr.iter().zip(ur).zip(xr) {
-        acc[0] += gap(l, u, v);
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+    simd::extension_rate(lower, upper, x)
 }
 
 /// [`extension_rate`] of `x` against the bounding box of `rows` (at least one, all of
 /// `x`'s length), without forming the box: each group of four features takes its minimum
 /// and maximum over the rows, then adds to the same lanes as the box would, so the result is
 /// bit for bit that of [`extension_rate`] on the box.
+#[inline]
 pub fn hull_extension_rate(rows: &[&[Feature]], x: &[Feature]) -> f64 {
-    let Some((first, others)) = rows.split_first() else {
-        return 0.0;
-    };
-    let n = rows.iter().map(|r| r.len()).fold(x.len(), usize::min);
-    let mut acc = [0.0f64; 4];
-    #[allow(unused_mut)]
-    let mut i = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
-    {
-        use std::arch::x86_64::{
-            _mm256_add_pd, _mm256_setzero_pd, _mm256_storeu_pd, _mm_loadu_ps, _mm_max_ps,
-            _mm_min_ps,
-        };
-        // SAFETY: the target has AVX (checked at compile time); every load reads 4 floats
-        // starting at i with i + 4 ≤ n, inside `x` and every row, and the store writes the
-        // 4 f64 of `acc`.
-        unsafe {
-            let mut sum = _mm256_setzero_pd();
-            while i + 4 <= n {
-                let mut lo = _mm_loadu_ps(first.as_ptr().add(i));
-                let mut hi = lo;
-                for row in others {
-                    let v = _mm_loadu_ps(row.as_ptr().add(i));
-                    lo = _mm_min_ps(lo, v);
-                    hi = _mm_max_ps(hi, v);
-                }
-                sum = _mm256_add_pd(sum, gaps4(lo, hi, x.as_ptr().add(i)));
-                i += 4;
-            }
-            _mm256_storeu_pd(acc.as_mut_ptr(), sum);
-        }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
-    while i + 4 <= n {
-        for lane in 0..4 {
-            let (l, u) = others
-                .iter()
-                .fold((first[i + lane], first[i + lane]), |(l, u), r| {
-                    (l.min(r[i + lane]), u.max(r[i + lane]))
-                });
-            acc[lane] += gap(l, u, x[i + lane]);
-        }
-        i += 4;
-    }
-    for k in i..n {
-        let (l, u) = others
-            .iter()
-            .fold((first[k], first[k]), |(l, u), r| (l.min(r[k]), u.max(r[k])));
-        acc[0] += gap(l, u, x[k]);
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+    simd::hull_extension_rate(rows, x)
 }
 
 /// Grows the box `[lower, upper]` to contain `x` (all three of one length).
 ///
 /// The hot loop of batch sampling: every level of a tree passes each of its points through
-/// here. Written with explicit SIMD where the build target has it, because the compiler
-/// turns the portable form into masked stores that stall the next row's loads.
+/// here. Explicit SIMD where the CPU has it ([`crate::simd`]), because the compiler turns
+/// the portable form into masked stores that stall the next row's loads.
 #[inline]
 pub fn grow_box(lower: &mut [Feature], upper: &mut [Feature], x: &[Feature]) {
     debug_assert!(lower.len() == x.len() && upper.len() == x.len());
-    let n = x.len().min(lower.len()).min(upper.len());
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
-    {
-        use std::arch::x86_64::{_mm512_loadu_ps, _mm512_max_ps, _mm512_min_ps, _mm512_storeu_ps};
-        while done + 16 <= n {
-            // SAFETY: the target has AVX-512F (checked at compile time) and all accesses
-            // are within the first `n` elements of the three slices.
-            unsafe {
-                let v = _mm512_loadu_ps(x.as_ptr().add(done));
-                let l = _mm512_loadu_ps(lower.as_ptr().add(done));
-                let u = _mm512_loadu_ps(upper.as_ptr().add(done));
-                _mm512_storeu_ps(lower.as_mut_ptr().add(done), _mm512_min_ps(l, v));
-                _mm512_storeu_ps(upper.as_mut_ptr().add(done), _mm512_max_ps(u, v));
-            }
-            done += 16;
-        }
-    }
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "avx",
-        not(target_feature = "avx512f")
-    ))]
-    {
-        use std::arch::x86_64::{_mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps, _mm256_storeu_ps};
-        while done + 8 <= n {
-            // SAFETY: the target has AVX (checked at compile time) and all accesses are
-            // within the first `n` elements of the three slices.
-            unsafe {
-                let v = _mm256_loadu_ps(x.as_ptr().add(done));
-                let l = _mm256_loadu_ps(lower.as_ptr().add(done));
-                let u = _mm256_loadu_ps(upper.as_ptr().add(done));
-                _mm256_storeu_ps(lower.as_mut_ptr().add(done), _mm256_min_ps(l, v));
-                _mm256_storeu_ps(upper.as_mut_ptr().add(done), _mm256_max_ps(u, v));
-            }
-            done += 8;
-        }
-    }
-    for ((l, u), &v) in lower[done..n]
-        .iter_mut()
-        .zip(upper[done..n].iter_mut())
-        .zip(&x[done..n])
-    {
-        *l = if v < *l { v } else { *l };
-        *u = if v > *u { v } else { *u };
-    }
-}
-
-#[inline(always)]
-fn gap(l: Feature, u: Feature, v: Feature) -> f64 {
-    let (l, u, v) = (f64::from(l), f64::from(u), f64::from(v));
-    let below = l - v;
-    let above = v - u;
-    (if below > 0.0 { below } else { 0.0 }) + (if above > 0.0 { above } else { 0.0 })
+    simd::grow_box(lower, upper, x)
 }
 
 /// A cut separating a new point from an existing box (§2.4 step 3).
@@ -616,35 +439,10 @@ mod tests {
                 "{n}: {got} vs {exact}"
             );
             assert_eq!(
-                extension_rate_portable(&lower, &upper, &x) == 0.0,
+                crate::simd::portable::extension_rate(&lower, &upper, &x) == 0.0,
                 exact == 0.0
             );
             assert_eq!(extension_rate(&lower, &upper, &lower), 0.0);
-        }
-    }
-
-    #[test]
-    fn the_explicit_simd_rate_has_the_portable_bits() {
-        // The explicit form sums in the portable order: models must not depend on which
-        // of the two ran.
-        // Gaps of mixed magnitudes, so that a different order of additions would round
-        // differently.
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        for n in [1usize, 3, 4, 7, 9, 16, 36, 180, 255, 256] {
-            for _ in 0..200 {
-                let scale = |r: &mut Xoshiro256PlusPlus| 10f32.powf(r.gen_range(-6.0..3.0));
-                let x: Vec<Feature> = (0..n)
-                    .map(|_| rng.gen_range(-1.0..1.0) * scale(&mut rng))
-                    .collect();
-                let lower: Vec<Feature> = (0..n).map(|_| rng.gen_range(-0.5..0.5)).collect();
-                let upper: Vec<Feature> =
-                    lower.iter().map(|v| v + rng.gen_range(0.0..0.3)).collect();
-                assert_eq!(
-                    extension_rate(&lower, &upper, &x).to_bits(),
-                    extension_rate_portable(&lower, &upper, &x).to_bits(),
-                    "{n}"
-                );
-            }
         }
     }
 
