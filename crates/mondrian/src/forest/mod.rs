@@ -128,9 +128,8 @@ where
             &scaled[kept_from * d..],
             targets[kept_from..].iter().copied(),
         );
-        self.update(&leaving, &arriving, held, growth)
-            .map(|gone| Learned { kept_from, gone })
-            .expect("the slots were just detached")
+        let gone = self.update(&leaving, &arriving, held, growth);
+        Learned { kept_from, gone }
     }
 
     /// Removes the points with these ids (arrival indices) from the store and every tree:
@@ -140,7 +139,7 @@ where
     pub(crate) fn forget(&mut self, ids: &[u64], growth: Growth) -> Result<Vec<S::Target>> {
         let leaving = self.store.detach_ids(ids)?;
         let held = self.store.len();
-        self.update(&leaving, &[], held, growth)
+        Ok(self.update(&leaving, &[], held, growth))
     }
 
     /// Deletes the detached `leaving` points from every tree, inserts the admitted
@@ -151,7 +150,7 @@ where
         arriving: &[(u32, u64)],
         held: usize,
         growth: Growth,
-    ) -> Result<Vec<S::Target>> {
+    ) -> Vec<S::Target> {
         let gone = leaving
             .iter()
             .map(|&s| self.store.targets[s as usize])
@@ -170,7 +169,7 @@ where
             &self.pool,
         );
         self.store.release(leaving);
-        Ok(gone)
+        gone
     }
 
     /// Size and depth statistics.
