@@ -165,6 +165,62 @@ pub(crate) fn grow_box(lower: &mut [Feature], upper: &mut [Feature], x: &[Featur
     portable::grow_box(lower, upper, x)
 }
 
+/// The kernels as a type, so that a hot loop written once over `K: Kernels` can be compiled
+/// twice: over [`Dispatched`] in baseline code, and over [`Avx`] inside a
+/// `#[target_feature(enable = "avx")]` function, where the kernels inline into the loop
+/// instead of being called per box (a call clobbers every vector register the loop holds).
+/// Both give the same bits.
+pub(crate) trait Kernels: Copy {
+    /// [`extension_rate`].
+    fn extension_rate(self, lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64;
+    /// [`grow_box`].
+    fn grow_box(self, lower: &mut [Feature], upper: &mut [Feature], x: &[Feature]);
+}
+
+/// The kernels chosen at each call ([`extension_rate`] and the others).
+#[derive(Clone, Copy)]
+pub(crate) struct Dispatched;
+
+impl Kernels for Dispatched {
+    #[inline(always)]
+    fn extension_rate(self, lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
+        extension_rate(lower, upper, x)
+    }
+    #[inline(always)]
+    fn grow_box(self, lower: &mut [Feature], upper: &mut [Feature], x: &[Feature]) {
+        grow_box(lower, upper, x)
+    }
+}
+
+/// The AVX kernels, called directly. A value exists only where [`avx`] found the CPU
+/// has AVX (and the portable forms are not forced), which makes the calls sound.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Avx(());
+
+/// The AVX kernels if the loops should use them: the CPU has AVX and the portable forms
+/// are not forced. One check per loop, not per box.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn avx() -> Option<Avx> {
+    (level() >= AVX).then_some(Avx(()))
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Kernels for Avx {
+    #[inline(always)]
+    fn extension_rate(self, lower: &[Feature], upper: &[Feature], x: &[Feature]) -> f64 {
+        // SAFETY: an `Avx` exists only when the CPU has AVX.
+        unsafe { x86::extension_rate(lower, upper, x) }
+    }
+    #[inline(always)]
+    fn grow_box(self, lower: &mut [Feature], upper: &mut [Feature], x: &[Feature]) {
+        // SAFETY: as above. (AVX-512F growth gives the same bits; the AVX form inlines
+        // into an AVX loop.)
+        unsafe { x86::grow_box_avx(lower, upper, x) }
+    }
+}
+
 /// `max(ℓ − x, 0) + max(x − u, 0)` in f64, where f32 differences are exact. A NaN
 /// difference counts as 0, as the x86 `max` does with 0 second.
 #[inline(always)]
@@ -308,6 +364,7 @@ mod x86 {
 
     /// # Safety
     /// The CPU has AVX.
+    #[inline]
     #[target_feature(enable = "avx")]
     pub(super) unsafe fn extension_rate(
         lower: &[Feature],
@@ -419,6 +476,7 @@ mod x86 {
 
     /// # Safety
     /// The CPU has AVX.
+    #[inline]
     #[target_feature(enable = "avx")]
     pub(super) unsafe fn grow_box_avx(lower: &mut [Feature], upper: &mut [Feature], x: &[Feature]) {
         let n = x.len().min(lower.len()).min(upper.len());

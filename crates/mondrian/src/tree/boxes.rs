@@ -9,7 +9,8 @@
 use std::borrow::Cow;
 
 use super::{MondrianTree, NodeStatistics, TrainingPoints};
-use crate::process::{extension_rate, grow_box, hull_extension_rate, Feature};
+use crate::process::{grow_box, hull_extension_rate, Feature};
+use crate::simd::Kernels;
 
 /// Flag of a slot that names a training point whose row is the node's (degenerate) box.
 pub(super) const POINT_BOX: u32 = 1 << 31;
@@ -170,13 +171,20 @@ impl MondrianTree {
     }
 
     /// `η` of `x` at `node`: the L1 distance from `x` to its box (spec §2.4).
-    #[inline]
-    pub(crate) fn eta(&self, node: u32, x: &[Feature], features: &[Feature]) -> f64 {
+    /// The kernels are inlined into loops compiled for them ([`Kernels`]).
+    #[inline(always)]
+    pub(crate) fn eta_with<K: Kernels>(
+        &self,
+        kernels: K,
+        node: u32,
+        x: &[Feature],
+        features: &[Feature],
+    ) -> f64 {
         match Slot::of(self.nodes[node as usize].slot) {
             Slot::Set(s) => self.set_eta(s, x, features),
             _ => {
                 let (lower, upper) = self.box_slices(node, features);
-                extension_rate(lower, upper, x)
+                kernels.extension_rate(lower, upper, x)
             }
         }
     }
@@ -577,8 +585,9 @@ mod tests {
                 let (lower, upper) = tree.data_box(j, &features);
                 for x in queries.chunks_exact(d).chain(features.chunks_exact(d)) {
                     assert_eq!(
-                        tree.eta(j, x, &features).to_bits(),
-                        extension_rate(&lower, &upper, x).to_bits(),
+                        tree.eta_with(crate::simd::Dispatched, j, x, &features)
+                            .to_bits(),
+                        crate::process::extension_rate(&lower, &upper, x).to_bits(),
                         "{online_from}: node {j} ({:?})",
                         kinds[j as usize]
                     );

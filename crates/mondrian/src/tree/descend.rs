@@ -11,6 +11,7 @@ use super::arena::SPILLED;
 use super::boxes::SET_POINTS;
 use super::{prefetch_lines, MondrianTree, Node, Slot, NO_NODE};
 use crate::process::Feature;
+use crate::simd::{self, Dispatched, Kernels};
 
 /// How many rows of a prediction block descend in lockstep
 /// ([`MondrianTree::path_steps_many`]).
@@ -342,8 +343,40 @@ impl MondrianTree {
         features: &[Feature],
         steps: &mut [Vec<PathStep>],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(k) = simd::avx() {
+            // SAFETY: an `Avx` exists only when the CPU has AVX.
+            return unsafe { self.weigh_many_avx(k, xs, features, steps) };
+        }
+        self.weigh_many_with(Dispatched, xs, features, steps);
+    }
+
+    /// [`weigh_many`](Self::weigh_many) compiled for AVX, with the box distances inlined.
+    ///
+    /// # Safety
+    /// The CPU has AVX (`k` proves it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx")]
+    unsafe fn weigh_many_avx(
+        &self,
+        k: simd::Avx,
+        xs: &[Feature],
+        features: &[Feature],
+        steps: &mut [Vec<PathStep>],
+    ) {
+        self.weigh_many_with(k, xs, features, steps);
+    }
+
+    #[inline(always)]
+    fn weigh_many_with<K: Kernels>(
+        &self,
+        kernels: K,
+        xs: &[Feature],
+        features: &[Feature],
+        steps: &mut [Vec<PathStep>],
+    ) {
         for (s, x) in steps.iter_mut().zip(xs.chunks_exact(self.n_features)) {
-            self.weigh_steps(x, features, s);
+            self.weigh_steps_with(kernels, x, features, s);
         }
     }
 
@@ -352,8 +385,11 @@ impl MondrianTree {
     /// contains `x`: boxes are nested, so every node above has η = 0. Shared by insertion
     /// and prediction. Returns the position of the topmost node whose box does not contain
     /// `x` (`items.len()` if even the leaf's box does).
-    pub(crate) fn measure_upwards<T>(
+    /// The kernels are inlined into loops compiled for them ([`Kernels`]).
+    #[inline(always)]
+    pub(crate) fn measure_upwards_with<K: Kernels, T>(
         &self,
+        kernels: K,
         x: &[Feature],
         features: &[Feature],
         items: &mut [T],
@@ -362,7 +398,7 @@ impl MondrianTree {
     ) -> usize {
         let mut first = items.len();
         for (k, item) in items.iter_mut().enumerate().rev() {
-            let eta = self.eta(node(item), x, features);
+            let eta = self.eta_with(kernels, node(item), x, features);
             if eta == 0.0 {
                 break;
             }
@@ -373,13 +409,16 @@ impl MondrianTree {
     }
 
     /// Fills η, p^s and the weights of a routed path (see [`path_steps`](Self::path_steps)).
-    pub(super) fn weigh_steps(
+    #[inline(always)]
+    fn weigh_steps_with<K: Kernels>(
         &self,
+        kernels: K,
         x: &[Feature],
         features: &[Feature],
         steps: &mut Vec<PathStep>,
     ) {
-        let outside_from = self.measure_upwards(
+        let outside_from = self.measure_upwards_with(
+            kernels,
             x,
             features,
             steps,

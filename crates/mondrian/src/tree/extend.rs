@@ -10,6 +10,7 @@ use crate::process::{
     grow_box, sample_exponential, sample_extension_cut, sample_set_extension_cut,
     set_extension_rate, Feature,
 };
+use crate::simd::{self, Dispatched, Kernels};
 
 impl MondrianTree {
     /// Online extension by training point `point` with multiplicity `weight ≥ 1`
@@ -281,9 +282,40 @@ impl MondrianTree {
     /// Returns the position of that node on the recorded route, whose entries from there
     /// down then hold their η.
     pub(super) fn first_node_outside(&mut self, x: &[Feature], features: &[Feature]) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(k) = simd::avx() {
+            // SAFETY: an `Avx` exists only when the CPU has AVX.
+            return unsafe { self.first_node_outside_avx(k, x, features) };
+        }
+        self.first_node_outside_with(Dispatched, x, features)
+    }
+
+    /// [`first_node_outside`](Self::first_node_outside) compiled for AVX.
+    ///
+    /// # Safety
+    /// The CPU has AVX (`k` proves it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx")]
+    unsafe fn first_node_outside_avx(
+        &mut self,
+        k: simd::Avx,
+        x: &[Feature],
+        features: &[Feature],
+    ) -> usize {
+        self.first_node_outside_with(k, x, features)
+    }
+
+    #[inline(always)]
+    fn first_node_outside_with<K: Kernels>(
+        &mut self,
+        kernels: K,
+        x: &[Feature],
+        features: &[Feature],
+    ) -> usize {
         let mut path = std::mem::take(&mut self.path);
         let n = path.len();
-        let first = self.measure_upwards(
+        let first = self.measure_upwards_with(
+            kernels,
             x,
             features,
             &mut path,

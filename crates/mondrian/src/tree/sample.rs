@@ -7,8 +7,9 @@ use super::{
     prefetch_lines, Layout, MondrianTree, NodeStatistics, PauseRule, TrainingPoints, NO_NODE,
 };
 use crate::process::{
-    grow_box, linear_dimension, sample_side, sample_uniform_half_open, split_time, Feature,
+    linear_dimension, sample_side, sample_uniform_half_open, split_time, Feature,
 };
+use crate::simd::{self, Dispatched, Kernels};
 
 /// The work lists of [`MondrianTree::sample_block`].
 #[derive(Debug, Clone, Default)]
@@ -204,6 +205,40 @@ pub(super) fn partition_into_boxes<T: Copy>(
     boxes: &mut [Feature],
     data: &TrainingPoints<T>,
 ) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = simd::avx() {
+        // SAFETY: an `Avx` exists only when the CPU has AVX.
+        return unsafe { partition_avx(k, set, dim, loc, boxes, data) };
+    }
+    partition_with(Dispatched, set, dim, loc, boxes, data)
+}
+
+/// [`partition_into_boxes`] compiled for AVX, with the box growth inlined.
+///
+/// # Safety
+/// The CPU has AVX (`k` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn partition_avx<T: Copy>(
+    k: simd::Avx,
+    set: &mut [u32],
+    dim: usize,
+    loc: Feature,
+    boxes: &mut [Feature],
+    data: &TrainingPoints<T>,
+) -> usize {
+    partition_with(k, set, dim, loc, boxes, data)
+}
+
+#[inline(always)]
+fn partition_with<K: Kernels, T: Copy>(
+    kernels: K,
+    set: &mut [u32],
+    dim: usize,
+    loc: Feature,
+    boxes: &mut [Feature],
+    data: &TrainingPoints<T>,
+) -> usize {
     let d = data.n_features;
     let row_lines = (d * std::mem::size_of::<Feature>()).div_ceil(64);
     // Empty boxes: the first point of each side sets them (features are finite).
@@ -230,7 +265,7 @@ pub(super) fn partition_into_boxes<T: Copy>(
         n_left += usize::from(left);
         let off = if left { 0 } else { 2 * d };
         let (lower, upper) = boxes[off..off + 2 * d].split_at_mut(d);
-        grow_box(lower, upper, row);
+        kernels.grow_box(lower, upper, row);
     }
     debug_assert!(
         n_left > 0 && n_left < set.len(),
