@@ -233,7 +233,7 @@ pub(crate) fn gap(l: Feature, u: Feature, v: Feature) -> f64 {
 
 /// `a` if `a < b`, else `b`: the x86 `min(a, b)`, so that ±0 and NaN come out alike.
 #[inline(always)]
-fn min_like_x86(a: Feature, b: Feature) -> Feature {
+pub(crate) fn min_like_x86(a: Feature, b: Feature) -> Feature {
     if a < b {
         a
     } else {
@@ -243,7 +243,7 @@ fn min_like_x86(a: Feature, b: Feature) -> Feature {
 
 /// `a` if `a > b`, else `b`: the x86 `max(a, b)`.
 #[inline(always)]
-fn max_like_x86(a: Feature, b: Feature) -> Feature {
+pub(crate) fn max_like_x86(a: Feature, b: Feature) -> Feature {
     if a > b {
         a
     } else {

@@ -18,6 +18,9 @@ pub(super) const TREE_GROUP: usize = 32;
 const _: () = assert!(TREE_GROUP <= 256);
 /// How many statistics records at the bottom of an insertion's route are prefetched.
 const STATS_AHEAD: usize = 2;
+/// How many levels above a deleted point's leaf have their sibling's box and statistics
+/// prefetched before the deletion's upward pass (a boundary point usually moves a few boxes).
+const SIBLINGS_AHEAD: usize = 6;
 /// Most new points of one call that [`grow_trees`] gives to the stream helpers
 /// ([`helpers`]) rather than to the pool.
 const STREAM_POINTS: usize = 4;
@@ -85,7 +88,15 @@ pub(crate) fn grow_trees<S>(
     let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
         let first_tree = c * group;
         for &slot in leaving {
-            descend(chunk, data.row(slot), data.features, |_| true);
+            descend::<S, true>(chunk, data.row(slot), data.features, |_| true);
+            // The upward pass of a deletion reads each route node's other child, box and
+            // statistics: ask for those of every tree before the first pass starts.
+            for unit in chunk.iter() {
+                for sibling in unit.tree.route_siblings(SIBLINGS_AHEAD) {
+                    unit.tree.prefetch_box(sibling, data.features);
+                    unit.stats.prefetch(sibling);
+                }
+            }
             for unit in chunk.iter_mut() {
                 unit.tree.delete_routed(slot, data, &mut unit.stats);
             }
@@ -123,7 +134,7 @@ pub(crate) fn grow_trees<S>(
                     weight(first_tree + t, id)
                 };
             }
-            descend(chunk, data.row(slot), data.features, |t| weights[t] > 0);
+            descend::<S, false>(chunk, data.row(slot), data.features, |t| weights[t] > 0);
             for (unit, &w) in chunk.iter_mut().zip(weights.iter()) {
                 if w > 0 {
                     unit.tree
@@ -173,7 +184,7 @@ pub(crate) fn grow_trees<S>(
 /// waits on each node it loads); a tree that reaches its leaf leaves the list, so later
 /// rounds visit only trees with work.
 #[inline(always)]
-fn descend<S: NodeStatistics>(
+fn descend<S: NodeStatistics, const DELETING: bool>(
     chunk: &mut [TreeUnit<S>],
     x: &[Feature],
     features: &[Feature],
@@ -204,6 +215,9 @@ fn descend<S: NodeStatistics>(
                 n_live -= 1;
                 live[k] = live[n_live];
             } else {
+                if DELETING {
+                    unit.tree.prefetch_sibling(node, next);
+                }
                 live[k].1 = next;
                 k += 1;
             }

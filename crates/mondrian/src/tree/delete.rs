@@ -23,6 +23,7 @@
 use super::boxes::{PointIds, Slot};
 use super::{MondrianTree, NodeStatistics, TrainingPoints, NO_NODE};
 use crate::process::{grow_box, Feature};
+use crate::simd::{max_like_x86, min_like_x86};
 
 impl MondrianTree {
     /// Removes every copy of training point `point` from the tree, which is then
@@ -275,6 +276,9 @@ impl MondrianTree {
         point: u32,
         features: &[Feature],
     ) -> bool {
+        if let Some(moved) = self.union_in_place(node, left, right, features) {
+            return moved;
+        }
         let d = self.n_features;
         let mut union = std::mem::take(&mut self.union);
         let mut hull = std::mem::take(&mut self.hull);
@@ -317,6 +321,58 @@ impl MondrianTree {
         }
         self.union = union;
         moved
+    }
+
+    /// [`refit_internal_box`](Self::refit_internal_box) where no set is involved: a stored
+    /// box refitted from two stored boxes or rows, read and written in place (the common
+    /// case, with no copy, call or scratch buffer). `None`, with nothing done, otherwise.
+    /// Gives the bits of the general form: `min(min(ℓ_l, ℓ_r), u_r)` and
+    /// `max(max(u_l, ℓ_r), u_r)`, written only if some bound moved.
+    fn union_in_place(
+        &mut self,
+        node: u32,
+        left: u32,
+        right: u32,
+        features: &[Feature],
+    ) -> Option<bool> {
+        let d = self.n_features;
+        let Slot::Stored(b) = Slot::of(self.nodes[node as usize].slot) else {
+            return None;
+        };
+        let place = |child: u32| match Slot::of(self.nodes[child as usize].slot) {
+            Slot::Stored(c) => Some((true, 2 * d * c as usize)),
+            Slot::Point(i) => Some((false, d * i as usize)),
+            _ => None,
+        };
+        let (l, r) = (place(left)?, place(right)?);
+        let start = 2 * d * b as usize;
+        let (before, rest) = self.bounds.split_at_mut(start);
+        let (own, after) = rest.split_at_mut(2 * d);
+        // A child's lower and upper bounds: a stored box lies before or after the node's
+        // own (boxes never overlap), a row is both bounds.
+        let view = |(stored, at): (bool, usize)| -> (&[Feature], &[Feature]) {
+            if !stored {
+                let row = &features[at..at + d];
+                (row, row)
+            } else if at < start {
+                before[at..at + 2 * d].split_at(d)
+            } else {
+                let at = at - start - 2 * d;
+                after[at..at + 2 * d].split_at(d)
+            }
+        };
+        let ((ll, lu), (rl, ru)) = (view(l), view(r));
+        let (ol, ou) = own.split_at_mut(d);
+        let lower = |k: usize| min_like_x86(min_like_x86(ll[k], rl[k]), ru[k]);
+        let upper = |k: usize| max_like_x86(max_like_x86(lu[k], rl[k]), ru[k]);
+        let moved = (0..d).any(|k| lower(k) != ol[k] || upper(k) != ou[k]);
+        if moved {
+            for k in 0..d {
+                ol[k] = lower(k);
+                ou[k] = upper(k);
+            }
+        }
+        Some(moved)
     }
 
     /// The ids of both children's boxes, if both are rows or sets and a set holds them all:
