@@ -6,8 +6,8 @@
 
 use mondrian::{
     BranchCounts, Calibration, ClassifierParams, Estimate, FeatureWeights, HyperSettings,
-    MondrianError, MondrianForestClassifier, MondrianForestRegressor, NoiseRule, PredictionMode,
-    RegressorParams, Scaling,
+    MondrianError, MondrianForestClassifier, MondrianForestRegressor, NoiseRule, Persistent,
+    PredictionMode, RegressorParams, Scaling,
 };
 use numpy::{
     Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,

@@ -52,5 +52,6 @@ pub use forest::{
     Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
     MondrianForestRegressor, RegressionPrediction, RegressorParams,
 };
+pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};
 pub use stats::label::BranchCounts;

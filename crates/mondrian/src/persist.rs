@@ -123,47 +123,60 @@ pub fn load_whole<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Re
     }
 }
 
-/// Inherent `save_to` / `load_from` / `save` / `load` / `to_bytes` / `from_bytes` of a model
-/// type stored under `$kind`. The type checks itself while it is decoded (`serde(try_from)`),
-/// so every road in, these and a model nested in another file, is checked.
-macro_rules! persistent_model {
-    ($ty:ty, $kind:expr) => {
-        impl $ty {
-            /// Writes the model (versioned, checksummed; see [`crate::persist`]).
-            pub fn save_to<W: std::io::Write>(&self, writer: W) -> $crate::error::Result<()> {
-                $crate::persist::save(self, $kind, writer)
-            }
+/// A model type that is saved and loaded under its own kind name: `save_to` / `load_from`
+/// for any writer and reader, `save` / `load` for files, `to_bytes` / `from_bytes`. The
+/// type checks itself while it is decoded (`serde(try_from)`), so every road in, these and
+/// a model nested in another file, is checked.
+///
+/// ```
+/// use mondrian::{ClassifierParams, MondrianForestClassifier, Persistent};
+///
+/// let mut model = MondrianForestClassifier::new(ClassifierParams {
+///     n_trees: 3,
+///     ..Default::default()
+/// })?;
+/// model.fit(&[0.0f32, 0.0, 1.0, 1.0], 2, &[0, 1])?;
+/// let bytes = model.to_bytes()?;
+/// let again = MondrianForestClassifier::from_bytes(&bytes)?;
+/// assert_eq!(again.to_bytes()?, bytes);
+/// # Ok::<(), mondrian::MondrianError>(())
+/// ```
+pub trait Persistent: Serialize + DeserializeOwned {
+    /// The kind name written in the header; a file of another kind is refused.
+    const KIND: &'static str;
 
-            /// Reads a model written by [`save_to`](Self::save_to); a corrupt, truncated,
-            /// foreign or newer file is an error.
-            pub fn load_from<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
-                $crate::persist::load($kind, reader)
-            }
+    /// Writes the model (versioned, checksummed; see [`crate::persist`]).
+    fn save_to<W: Write>(&self, writer: W) -> Result<()> {
+        save(self, Self::KIND, writer)
+    }
 
-            /// Saves to a file.
-            pub fn save(&self, path: impl AsRef<std::path::Path>) -> $crate::error::Result<()> {
-                let file = std::fs::File::create(path)?;
-                self.save_to(std::io::BufWriter::new(file))
-            }
+    /// Reads a model written by [`save_to`](Self::save_to); a corrupt, truncated, foreign
+    /// or newer file is an error.
+    fn load_from<R: Read>(reader: R) -> Result<Self> {
+        load(Self::KIND, reader)
+    }
 
-            /// Loads from a file.
-            pub fn load(path: impl AsRef<std::path::Path>) -> $crate::error::Result<Self> {
-                let file = std::fs::File::open(path)?;
-                $crate::persist::load_whole($kind, std::io::BufReader::new(file))
-            }
+    /// Saves to a file.
+    fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let file = std::fs::File::create(path)?;
+        self.save_to(std::io::BufWriter::new(file))
+    }
 
-            /// The model as bytes (the same format as [`save`](Self::save)).
-            pub fn to_bytes(&self) -> $crate::error::Result<Vec<u8>> {
-                let mut buf = Vec::new();
-                self.save_to(&mut buf)?;
-                Ok(buf)
-            }
+    /// Loads from a file.
+    fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let file = std::fs::File::open(path)?;
+        load_whole(Self::KIND, std::io::BufReader::new(file))
+    }
 
-            /// A model from bytes written by [`to_bytes`](Self::to_bytes).
-            pub fn from_bytes(bytes: &[u8]) -> $crate::error::Result<Self> {
-                $crate::persist::load_whole($kind, bytes)
-            }
-        }
-    };
+    /// The model as bytes (the same format as [`save`](Self::save)).
+    fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.save_to(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// A model from bytes written by [`to_bytes`](Self::to_bytes).
+    fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        load_whole(Self::KIND, bytes)
+    }
 }
-pub(crate) use persistent_model;

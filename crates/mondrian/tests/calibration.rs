@@ -4,6 +4,7 @@
 mod common;
 
 use common::rng;
+use mondrian::Persistent;
 use mondrian::{
     Calibration, MondrianError, MondrianForestRegressor, PredictionMode, RegressorParams,
 };

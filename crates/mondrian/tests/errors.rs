@@ -1,5 +1,6 @@
 //! Bad input gives a typed error, never a panic (DESIGN.md principle 5).
 
+use mondrian::Persistent;
 use mondrian::{ClassifierParams, MondrianError, MondrianForestClassifier, Scaling};
 
 fn small() -> MondrianForestClassifier {

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{chi2_gof, chi2_homogeneity, histogram, ks_one_sample, ks_two_sample, rng, Family};
+use mondrian::Persistent;
 use mondrian::{
     ClassifierParams, FeatureWeights, MondrianError, MondrianForestClassifier,
     MondrianForestRegressor, PredictionMode, RegressorParams,

@@ -9,6 +9,7 @@
 //! it, one at a time.
 
 use mondrian::simd::{active_path, force_portable, SimdPath};
+use mondrian::Persistent;
 use mondrian::{
     ClassifierParams, MondrianForestClassifier, MondrianForestRegressor, PredictionMode,
     RegressorParams, Scaling,

@@ -9,6 +9,7 @@ use mondrian::stats::gaussian::{
     estimate_theta, mixture_moments, GaussianModel, Moments, TargetMoments, Theta,
 };
 use mondrian::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints};
+use mondrian::Persistent;
 use mondrian::{
     MondrianError, MondrianForestRegressor, NoiseRule, PredictionMode, RegressorParams,
 };

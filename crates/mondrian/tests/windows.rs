@@ -8,6 +8,7 @@
 
 mod common;
 
+use mondrian::Persistent;
 use std::collections::BTreeMap;
 
 use common::*;

@@ -177,7 +177,9 @@ impl TryFrom<ClassifierState> for MondrianForestClassifier {
     }
 }
 
-crate::persist::persistent_model!(MondrianForestClassifier, "mondrian-forest-classifier");
+impl crate::persist::Persistent for MondrianForestClassifier {
+    const KIND: &'static str = "mondrian-forest-classifier";
+}
 
 impl MondrianForestClassifier {
     /// An untrained forest.

@@ -97,7 +97,9 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
     }
 }
 
-crate::persist::persistent_model!(MondrianForestRegressor, "mondrian-forest-regressor");
+impl crate::persist::Persistent for MondrianForestRegressor {
+    const KIND: &'static str = "mondrian-forest-regressor";
+}
 impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
