@@ -68,7 +68,20 @@ enum Command {
     Demo,
 }
 
+/// Makes a write to a closed pipe (`mondrian predict … | head -1`) end the process quietly,
+/// by SIGPIPE, as it ends other Unix tools: Rust ignores the signal by default, and
+/// `println!` then panics on the broken pipe.
+#[cfg(unix)]
+fn end_quietly_on_closed_pipes() {
+    // SAFETY: setting a signal's disposition to its default, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    end_quietly_on_closed_pipes();
     let result = match Cli::parse().command {
         Command::Train(args) => forest::train(&args),
         Command::Predict(args) => forest::predict(&args),

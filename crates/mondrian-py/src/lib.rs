@@ -647,9 +647,15 @@ macro_rules! common_methods {
                 Ok(Self::wrap(<$model>::from_bytes(data).map_err(py_err)?))
             }
 
-            /// Saves to a file in the library's format.
+            /// Saves to a file in the library's format, crash-safe (a temporary file
+            /// renamed over the target once complete).
             fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
-                self.inner.save(path).map_err(py_err)
+                self.inner.save(&path).map_err(|e| match e {
+                    MondrianError::Io(io) => {
+                        PyOSError::new_err(format!("cannot write {}: {io}", path.display()))
+                    }
+                    other => py_err(other),
+                })
             }
 
             /// Loads a file saved by the library.

@@ -68,3 +68,19 @@ def test_corrupt_bytes_are_refused(fitted):
         ClassifierCore.from_bytes(bytes(blob[:40]))
     with pytest.raises(ValueError):
         ClassifierCore.from_bytes(b"not a model")
+
+
+def test_a_failed_save_leaves_the_old_file_whole(fitted, small, tmp_path):
+    # Saving writes a temporary file beside the target and renames it over the target
+    # once it is complete: a save that fails leaves the old file as it was.
+    X, y, _, _ = small
+    path = tmp_path / "forest.mondrian"
+    fitted.save(path)
+    before = path.read_bytes()
+    other = MondrianForestClassifier(n_estimators=3, random_state=4).fit(X, y)
+    with pytest.raises(OSError, match="no-such-dir"):
+        other.save(tmp_path / "no-such-dir" / "forest.mondrian")
+    assert path.read_bytes() == before
+    other.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["forest.mondrian"]
+    assert ClassifierCore.load(str(path)).to_bytes() == other._core.to_bytes()

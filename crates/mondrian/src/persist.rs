@@ -4,7 +4,10 @@
 //! length (u64 LE), CRC-32 of the payload (u32 LE), then the bincode payload. A truncated,
 //! corrupt or foreign file is refused with a [`MondrianError`] before anything is decoded.
 
-use std::io::{Read, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bincode::Options;
 use serde::{de::DeserializeOwned, Serialize};
@@ -36,6 +39,73 @@ pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Res
     writer.write_all(&payload)?;
     writer.flush()?;
     Ok(())
+}
+
+/// Writes `value` with the header for model kind `kind` to the file `path`, crash-safe: a
+/// crash or a kill at any moment leaves either the file as it was or the whole new model,
+/// never a part of one. See [`replace_file`].
+pub fn save_file<T: Serialize>(value: &T, kind: &str, path: &Path) -> Result<()> {
+    replace_file(path, |writer| save(value, kind, writer))
+}
+
+/// Replaces the file `path` by what `write` writes, or leaves it as it was. The bytes go to
+/// a new temporary file in the same directory (named `.NAME.tmp-PID-N`), which is flushed
+/// to the disk (`fsync`) and then renamed over `path` (atomic on POSIX file systems); the
+/// directory is then synced so that the rename itself survives a power cut. On any error
+/// the temporary file is removed and `path` is untouched. The new file has the default
+/// permissions of a new file, and a symbolic link at `path` is replaced, not followed.
+pub fn replace_file(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| {
+        MondrianError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} does not name a file", path.display()),
+        ))
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = dir.join(temp_name);
+    let result = (|| {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        let mut writer = BufWriter::new(file);
+        write(&mut writer)?;
+        let file = writer.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)?;
+        sync_dir(dir);
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Syncs a directory's entries (the rename of [`replace_file`]). Best effort: some systems
+/// cannot open a directory for syncing, and the file's own data is already on disk.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<()> {
@@ -156,10 +226,10 @@ pub trait Persistent: Serialize + DeserializeOwned {
         load(Self::KIND, reader)
     }
 
-    /// Saves to a file.
+    /// Saves to a file, crash-safe: a crash or a kill during the save leaves the file as
+    /// it was or the whole new model, never a part ([`save_file`]).
     fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        let file = std::fs::File::create(path)?;
-        self.save_to(std::io::BufWriter::new(file))
+        save_file(self, Self::KIND, path.as_ref())
     }
 
     /// Loads from a file.

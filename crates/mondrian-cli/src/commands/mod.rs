@@ -47,11 +47,16 @@ impl CliError {
 // ---------------------------------------------------------------------------------
 // Files
 
-/// Writes a model file (the library's versioned, checksummed format) for kind `kind`.
+/// Writes a model file (the library's versioned, checksummed format) for kind `kind`,
+/// crash-safe: the old file stays whole until the new one is (`persist::save_file`).
 pub(crate) fn save_model<T: Serialize>(value: &T, kind: &str, path: &Path) -> Result<(), CliError> {
-    let file = std::fs::File::create(path).map_err(CliError::write(path))?;
-    mondrian::persist::save(value, kind, std::io::BufWriter::new(file))?;
-    Ok(())
+    mondrian::persist::save_file(value, kind, path).map_err(|e| match e {
+        MondrianError::Io(source) => CliError::Write {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other.into(),
+    })
 }
 
 /// The bytes of a model file; the task that reads them checks them.

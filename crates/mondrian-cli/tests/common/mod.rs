@@ -15,6 +15,23 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// A 4,000-row, 8-feature, 3-class file of pseudo-random rows (`big.csv`): a save of a
+/// few megabytes, or a prediction output larger than a pipe's buffer.
+pub fn big_csv(dir: &Path) -> PathBuf {
+    let mut s = String::from("a,b,c,d,e,f,g,h,label\n");
+    for i in 0..4000u64 {
+        let mut v = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut row = Vec::new();
+        for _ in 0..8 {
+            v ^= v >> 29;
+            v = v.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            row.push(format!("{:.4}", (v >> 11) as f64 / (1u64 << 53) as f64));
+        }
+        s.push_str(&format!("{},{}\n", row.join(","), i % 3));
+    }
+    write(dir, "big.csv", &s)
+}
+
 pub const TRAIN: &str = "a,b,label\n0,0,1\n0.1,0.2,1\n1,1,7\n0.9,0.8,7\n0.5,0.1,1\n0.6,0.9,7\n";
 
 pub fn fails_with(cmd: &mut Command, needle: &str) {

@@ -1,0 +1,47 @@
+//! The CLI at the edges of its environment: a reader that goes away.
+
+mod common;
+
+use common::{big_csv, mondrian};
+use std::process::Stdio;
+
+/// `mondrian predict … | head -1`: the reader closes the pipe while predictions are still
+/// coming. The process ends quietly, by SIGPIPE as other Unix tools do (or normally, if it
+/// finished first), never with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_predict_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = big_csv(dir.path());
+    let model = dir.path().join("model.bin");
+    let mut train = mondrian();
+    train.args(["train", "--trees", "3", "--train"]).arg(&data);
+    train.arg("--model").arg(&model).assert().success();
+    let bin = assert_cmd::cargo::cargo_bin("mondrian");
+    for args in [&["predict", "--proba"][..], &["predict"][..]] {
+        let mut child = std::process::Command::new(&bin)
+            .args(args)
+            .arg("--model")
+            .arg(&model)
+            .arg("--input")
+            .arg(&data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read a little, as `head -1` does, then close the pipe.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        let _ = std::io::Read::read(&mut stdout, &mut first);
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            out.status.success() || out.status.signal() == Some(13),
+            "{args:?}: {:?}, stderr: {err}",
+            out.status
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! Crash-safe saving from the CLI: `train --model` killed at any moment leaves the previous
+//! model file whole.
+
+mod common;
+
+use common::{big_csv, mondrian};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// A model file loads (the CLI predicts with it).
+fn loads(model: &Path, input: &Path) -> bool {
+    mondrian()
+        .args(["predict", "--model"])
+        .arg(model)
+        .arg("--input")
+        .arg(input)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_killed_train_leaves_the_previous_model_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = big_csv(dir.path());
+    let model = dir.path().join("model.bin");
+    let mut first = mondrian();
+    first.args(["train", "--trees", "5", "--train"]).arg(&data);
+    first.arg("--model").arg(&model).assert().success();
+    let before = std::fs::read(&model).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("mondrian");
+    // Kills at spread-out moments, some of them during the write of the file: whatever
+    // the moment, the file is the old model or a whole new one, and it loads.
+    for (round, wait_ms) in [5u64, 40, 80, 120, 160, 200, 260, 320, 400, 500]
+        .into_iter()
+        .enumerate()
+    {
+        let mut child = std::process::Command::new(&bin)
+            .args(["train", "--trees", "60", "--threads", "1", "--seed"])
+            .arg((round + 1).to_string())
+            .arg("--train")
+            .arg(&data)
+            .arg("--model")
+            .arg(&model)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        let _ = child.kill(); // SIGKILL on Unix
+        let _ = child.wait();
+        let now = std::fs::read(&model).unwrap();
+        assert!(!now.is_empty(), "round {round}: the model file was emptied");
+        // The old model, or a whole new one (a finished save): either loads.
+        assert!(
+            loads(&model, &data),
+            "round {round} (kill after {wait_ms} ms, {} the old bytes): the model does not load",
+            if now == before { "still" } else { "no longer" }
+        );
+    }
+}
+
+#[test]
+fn a_failed_save_keeps_the_old_model_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = big_csv(dir.path());
+    let model = dir.path().join("model.bin");
+    let mut first = mondrian();
+    first.args(["train", "--trees", "3", "--train"]).arg(&data);
+    first.arg("--model").arg(&model).assert().success();
+    let before = std::fs::read(&model).unwrap();
+    // A model path inside a missing directory cannot be written.
+    let missing = dir.path().join("no-such-dir").join("model.bin");
+    let out = mondrian()
+        .args(["train", "--trees", "3", "--train"])
+        .arg(&data)
+        .arg("--model")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("no-such-dir"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(std::fs::read(&model).unwrap(), before);
+}
