@@ -45,3 +45,60 @@ fn a_closed_stdout_ends_predict_quietly() {
         );
     }
 }
+
+/// `--input -` and `--train -` read standard input, with the same result as the file.
+#[test]
+fn a_dash_reads_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = big_csv(dir.path());
+    let text = std::fs::read_to_string(&data).unwrap();
+    let from_file = dir.path().join("from-file.bin");
+    let from_stdin = dir.path().join("from-stdin.bin");
+    let mut train = mondrian();
+    train
+        .args(["train", "--trees", "3", "--seed", "5", "--train"])
+        .arg(&data);
+    train.arg("--model").arg(&from_file).assert().success();
+    let mut train = mondrian();
+    train.args([
+        "train", "--trees", "3", "--seed", "5", "--train", "-", "--model",
+    ]);
+    train
+        .arg(&from_stdin)
+        .write_stdin(text.clone())
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&from_file).unwrap(),
+        std::fs::read(&from_stdin).unwrap(),
+        "the same rows from standard input give the same model"
+    );
+    let predict = |input: &str, stdin: Option<String>| {
+        let mut cmd = mondrian();
+        cmd.args(["predict", "--proba", "--model"]).arg(&from_file);
+        cmd.args(["--input", input]);
+        if let Some(s) = stdin {
+            cmd.write_stdin(s);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let path = data.to_str().unwrap().to_string();
+    assert_eq!(predict(&path, None), predict("-", Some(text)));
+    // Empty standard input is an empty data set, refused as a file would be.
+    let out = mondrian()
+        .args(["predict", "--model"])
+        .arg(&from_file)
+        .args(["--input", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("empty") || err.contains("no rows"), "{err}");
+}

@@ -76,7 +76,8 @@ pub(crate) fn training_scaling(train: &Dataset) -> Scaling {
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {
-    /// Training data: CSV (header, label in the last column; .csv.gz too) or LIBSVM.
+    /// Training data: CSV (header, label in the last column; .csv.gz too) or LIBSVM; `-`
+    /// reads standard input.
     #[arg(long)]
     pub(crate) train: PathBuf,
     /// Where to write the model.
@@ -92,7 +93,7 @@ pub(crate) struct PredictArgs {
     #[arg(long)]
     pub(crate) model: PathBuf,
     /// Rows to predict: CSV with the model's features (a trailing label column is
-    /// ignored) or LIBSVM.
+    /// ignored) or LIBSVM; `-` reads standard input.
     #[arg(long)]
     pub(crate) input: PathBuf,
     /// Write predictions here instead of standard output.

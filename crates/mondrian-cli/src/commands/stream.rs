@@ -18,7 +18,7 @@ use crate::io::Dataset;
 #[derive(Args)]
 pub(crate) struct StreamArgs {
     /// Time-ordered rows: CSV (header, label or target in the last column; .csv.gz too) or
-    /// LIBSVM, read whole before the stream starts.
+    /// LIBSVM, read whole before the stream starts; `-` reads standard input.
     #[arg(long)]
     pub(crate) input: PathBuf,
     /// Print the running scores every N rows [default: about 20 reports over the stream].

@@ -266,9 +266,21 @@ fn inner_ext(path: &Path) -> String {
     }
 }
 
-/// Reads the whole file, decompressing gzip, and strips a UTF-8 BOM.
+/// Whether `path` is `-`, which names standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads the whole file (standard input for `-`), decompressing gzip, and strips a UTF-8
+/// BOM.
 fn load(path: &Path) -> Result<Vec<u8>, DataError> {
-    let raw = fs::read(path).map_err(|source| DataError::Io {
+    let read = if is_stdin(path) {
+        let mut raw = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut raw).map(|_| raw)
+    } else {
+        fs::read(path)
+    };
+    let raw = read.map_err(|source| DataError::Io {
         path: path.to_path_buf(),
         source,
     })?;
