@@ -230,3 +230,19 @@ def test_classifier_feature_weights():
     for bad in ("relevance:-1", [1, 2], "heavy"):
         with pytest.raises(ValueError, match="feature_weights"):
             MondrianForestClassifier(feature_weights=bad).fit(X, y)
+
+
+def test_new_labels_after_fit_are_appended(small):
+    # After fit, a label never seen joins classes_ (as after a first partial_fit without
+    # `classes`).
+    X, y, Xt, _ = small
+    clf = MondrianForestClassifier(n_estimators=5, random_state=0).fit(X, y)
+    old = list(clf.classes_)
+    new_label = max(old) + 1
+    clf.partial_fit(Xt[:3], np.full(3, new_label))
+    assert list(clf.classes_) == old + [new_label]
+    proba = clf.predict_proba(Xt)
+    assert proba.shape == (len(Xt), len(old) + 1)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    clf.partial_fit(Xt[:1], np.array([new_label + 1]))
+    assert list(clf.classes_) == old + [new_label, new_label + 1]

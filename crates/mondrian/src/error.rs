@@ -84,7 +84,10 @@ pub enum MondrianError {
         n_labels: usize,
     },
     /// A label is outside the declared classes.
-    #[error("row {row}: label {label} is outside the declared classes 0..{n_classes}")]
+    #[error(
+        "row {row}: label {label} is not one of the {n_classes} declared classes (0 to {})",
+        .n_classes.saturating_sub(1)
+    )]
     LabelOutOfRange {
         /// 0-based row index within the call.
         row: usize,

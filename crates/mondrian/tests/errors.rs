@@ -120,6 +120,11 @@ fn labels_outside_declared_classes_are_refused() {
         ),
         "{err}"
     );
+    // The message names the classes inclusively: 2 is not among them.
+    assert_eq!(
+        err.to_string(),
+        "row 2: label 2 is not one of the 2 declared classes (0 to 1)"
+    );
 }
 
 #[test]

@@ -221,7 +221,9 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C")
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
-        core = self._new_core(n_classes=len(classes))
+        # The classes are not declared: later partial_fit / learn_one calls may add labels
+        # (appended to classes_), as after a first partial_fit without `classes`.
+        core = self._new_core()
         core.fit(X, y_index.astype(np.int64, copy=False))
         self._core = core
         self._declared_classes = False
