@@ -72,12 +72,8 @@ def main():
         classes = np.array(sorted({y for _, y in rows}))
         accuracy = {}
         for name, kw in SETTINGS.items():
-            model = RelearnedWindow(dims, classes, **kw)
-            correct = 0
-            for x, y in rows:
-                correct += model.predict_one(x) == y
-                model.learn_one(x, y)
-            accuracy[name] = correct / len(rows)
+            ok, _, _ = run.prequential(RelearnedWindow(dims, classes, **kw), rows)
+            accuracy[name] = ok.mean()
         print(stream, " ".join(f"{k}:{v:.3f}" for k, v in accuracy.items()), flush=True)
 
 

@@ -38,11 +38,8 @@ def main():
         for name, kw in SETTINGS.items():
             model = MondrianForestClassifier(
                 n_estimators=10, feature_ranges=[(0.0, 1.0)] * dims, random_state=1, **kw)
-            correct = 0
-            for x, y in rows:
-                correct += model.predict_one(x) == y
-                model.learn_one(x, y)
-            accuracy[name] = correct / len(rows)
+            ok, _, _ = run.prequential(model, rows)
+            accuracy[name] = ok.mean()
         print(stream, " ".join(f"{k}:{v:.3f}" for k, v in accuracy.items()), flush=True)
 
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{big_csv, mondrian};
+use common::{big_csv, mondrian, train};
 use std::process::Stdio;
 
 /// `mondrian predict … | head -1`: the reader closes the pipe while predictions are still
@@ -15,9 +15,7 @@ fn a_closed_stdout_ends_predict_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let data = big_csv(dir.path());
     let model = dir.path().join("model.bin");
-    let mut train = mondrian();
-    train.args(["train", "--trees", "3", "--train"]).arg(&data);
-    train.arg("--model").arg(&model).assert().success();
+    train(&data, &model, 3, &[]);
     let bin = assert_cmd::cargo::cargo_bin("mondrian");
     for args in [&["predict", "--proba"][..], &["predict"][..]] {
         let mut child = std::process::Command::new(&bin)
@@ -54,16 +52,12 @@ fn a_dash_reads_standard_input() {
     let text = std::fs::read_to_string(&data).unwrap();
     let from_file = dir.path().join("from-file.bin");
     let from_stdin = dir.path().join("from-stdin.bin");
-    let mut train = mondrian();
-    train
-        .args(["train", "--trees", "3", "--seed", "5", "--train"])
-        .arg(&data);
-    train.arg("--model").arg(&from_file).assert().success();
-    let mut train = mondrian();
-    train.args([
+    train(&data, &from_file, 3, &["--seed", "5"]);
+    let mut from_stdin_train = mondrian();
+    from_stdin_train.args([
         "train", "--trees", "3", "--seed", "5", "--train", "-", "--model",
     ]);
-    train
+    from_stdin_train
         .arg(&from_stdin)
         .write_stdin(text.clone())
         .assert()

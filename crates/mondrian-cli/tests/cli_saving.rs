@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{big_csv, mondrian};
+use common::{big_csv, mondrian, train};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -25,9 +25,7 @@ fn a_killed_train_leaves_the_previous_model_whole() {
     let dir = tempfile::tempdir().unwrap();
     let data = big_csv(dir.path());
     let model = dir.path().join("model.bin");
-    let mut first = mondrian();
-    first.args(["train", "--trees", "5", "--train"]).arg(&data);
-    first.arg("--model").arg(&model).assert().success();
+    train(&data, &model, 5, &[]);
     let before = std::fs::read(&model).unwrap();
     let bin = assert_cmd::cargo::cargo_bin("mondrian");
     // Kills at spread-out moments, some of them during the write of the file: whatever
@@ -66,9 +64,7 @@ fn a_failed_save_keeps_the_old_model_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let data = big_csv(dir.path());
     let model = dir.path().join("model.bin");
-    let mut first = mondrian();
-    first.args(["train", "--trees", "3", "--train"]).arg(&data);
-    first.arg("--model").arg(&model).assert().success();
+    train(&data, &model, 3, &[]);
     let before = std::fs::read(&model).unwrap();
     // A model path inside a missing directory cannot be written.
     let missing = dir.path().join("no-such-dir").join("model.bin");

@@ -32,6 +32,20 @@ pub fn big_csv(dir: &Path) -> PathBuf {
     write(dir, "big.csv", &s)
 }
 
+/// `mondrian train --trees N --train DATA --model MODEL` with extra arguments, which must
+/// succeed.
+pub fn train(data: &Path, model: &Path, trees: usize, extra: &[&str]) {
+    mondrian()
+        .args(["train", "--trees", &trees.to_string()])
+        .args(extra)
+        .arg("--train")
+        .arg(data)
+        .arg("--model")
+        .arg(model)
+        .assert()
+        .success();
+}
+
 pub const TRAIN: &str = "a,b,label\n0,0,1\n0.1,0.2,1\n1,1,7\n0.9,0.8,7\n0.5,0.1,1\n0.6,0.9,7\n";
 
 pub fn fails_with(cmd: &mut Command, needle: &str) {

@@ -63,6 +63,15 @@ impl Node {
     pub(super) fn right(&self) -> u32 {
         self.pair[0]
     }
+    /// The child of an internal node that is not `child`.
+    #[inline(always)]
+    pub(super) fn other_child(&self, child: u32) -> u32 {
+        if self.left == child {
+            self.right()
+        } else {
+            self.left
+        }
+    }
     /// The split location of an internal node.
     #[inline(always)]
     pub(super) fn split_loc(&self) -> Feature {

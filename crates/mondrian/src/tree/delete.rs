@@ -116,7 +116,7 @@ impl MondrianTree {
             return false;
         };
         let p = &self.nodes[parent as usize];
-        let sibling = if p.left == leaf { p.right() } else { p.left };
+        let sibling = p.other_child(leaf);
         let grandparent = p.parent;
         if grandparent == NO_NODE {
             self.root = sibling;

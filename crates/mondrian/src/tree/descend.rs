@@ -160,27 +160,17 @@ impl MondrianTree {
     /// next node): a deletion's upward pass reads that sibling's box and statistics.
     #[inline(always)]
     pub(crate) fn prefetch_sibling(&self, node: u32, next: u32) {
-        let record = &self.nodes[node as usize];
-        let other = if record.left == next {
-            record.right()
-        } else {
-            record.left
-        };
-        self.prefetch(other);
+        self.prefetch(self.nodes[node as usize].other_child(next));
     }
 
     /// The siblings of the recorded route's last `n` nodes below the root, the leaf's
     /// first: what a deletion's upward pass reads besides the route.
     pub(crate) fn route_siblings(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
-        self.path.windows(2).rev().take(n).map(|pair| {
-            let (parent, child) = (pair[0].0, pair[1].0);
-            let record = &self.nodes[parent as usize];
-            if record.left == child {
-                record.right()
-            } else {
-                record.left
-            }
-        })
+        self.path
+            .windows(2)
+            .rev()
+            .take(n)
+            .map(|pair| self.nodes[pair[0].0 as usize].other_child(pair[1].0))
     }
 
     /// The last `n` nodes of the recorded route, leaf first.
