@@ -81,3 +81,23 @@ fn a_failed_save_keeps_the_old_model_and_says_why() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read(&model).unwrap(), before);
 }
+
+#[test]
+fn model_files_do_not_depend_on_the_thread_count() {
+    // The README promises the same model from the same seed whatever --threads says; the
+    // files themselves must be byte for byte equal, classifier and regressor.
+    let dir = tempfile::tempdir().unwrap();
+    let data = big_csv(dir.path());
+    let (reg_train, _) = common::regression_train_test(dir.path());
+    for (train_file, extra) in [(&data, vec![]), (&reg_train, vec!["--task", "regression"])] {
+        let mut files = Vec::new();
+        for threads in ["1", "2"] {
+            let model = dir.path().join(format!("m{threads}.bin"));
+            let mut args = extra.clone();
+            args.extend(["--threads", threads, "--seed", "5"]);
+            train(train_file, &model, 7, &args);
+            files.push(std::fs::read(&model).unwrap());
+        }
+        assert_eq!(files[0], files[1], "{extra:?}");
+    }
+}

@@ -218,12 +218,13 @@ def test_forged_model_bytes_are_refused():
         else:
             core.fit(X, X[:, 0] * 2.0)
         blob = core.to_bytes()
-        head = 13 + blob[12] + 12
+        head = 13 + blob[12] + 16  # ... payload length, payload CRC, header CRC
         for at in range(0, len(blob) - head - 4, 5):
             payload = bytearray(blob[head:])
             payload[at : at + 4] = struct.pack("<I", 0xFFFFFF00)
             header = bytearray(blob[:head])
-            header[-4:] = struct.pack("<I", zlib.crc32(payload))
+            header[-8:-4] = struct.pack("<I", zlib.crc32(payload))
+            header[-4:] = struct.pack("<I", zlib.crc32(bytes(header[:-4])))
             y3 = (X[:3, 0] > 0.5).astype(np.int64) if isinstance(core, ClassifierCore) else X[:3, 0].copy()
             try:  # a panic (PanicException) or a hang fails the test; ValueError is fine
                 back = type(core).from_bytes(bytes(header) + bytes(payload))

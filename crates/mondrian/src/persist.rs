@@ -1,8 +1,11 @@
 //! Saving and loading models: a versioned, checksummed header around a serde payload.
 //!
 //! Layout: `b"MONDRIAN"`, format version (u32 LE), model kind (u8 length + UTF-8), payload
-//! length (u64 LE), CRC-32 of the payload (u32 LE), then the bincode payload. A truncated,
-//! corrupt or foreign file is refused with a [`MondrianError`] before anything is decoded.
+//! length (u64 LE), CRC-32 of the payload (u32 LE), CRC-32 of the header bytes before it
+//! (u32 LE), then the bincode payload. A damaged header (a flipped length byte, say) is
+//! reported as corruption before anything else is read; the payload is decoded as it is
+//! read, without a copy of the whole file in memory, and a payload that does not match
+//! its checksum or length is refused with a [`MondrianError`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
@@ -15,7 +18,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (10: trees keep free lists of the
+/// Version of the on-disk format written by this build (11: the header carries its own
+/// checksum, the thread count is not saved; 10: trees keep free lists of the
 /// nodes, boxes and point sets deletion released; 9: on wide data a node over a few
 /// points names them instead of storing its box; 8: a leaf keeps up to two point
 /// ids in its record, only longer point lists are kept apart; 7: a node's box slot and
@@ -24,19 +28,84 @@ const MAGIC: &[u8; 8] = b"MONDRIAN";
 /// the point store keeps the cross-validated choice of the relevance power; 3: scalers
 /// carry feature weights; 2: the classifier keeps its points in the shared point store;
 /// files of earlier versions are refused with a clear error).
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
-/// Writes `value` with the header for model kind `kind`.
+/// The payload's encoding: bincode with fixed-width integers (as `bincode::serialize`).
+fn codec() -> impl Options {
+    bincode::DefaultOptions::new().with_fixint_encoding()
+}
+
+/// A writer that counts the bytes and checksums them on their way through.
+struct Checked<W> {
+    inner: W,
+    hasher: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<R: Read> Read for Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+}
+
+/// Writes `value` with the header for model kind `kind`. The payload's length and checksum
+/// are found by a first encoding pass that writes nothing (bincode's size and a checksum
+/// of the bytes as they stream by), so no copy of the model's bytes is ever held.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {
-    let payload = bincode::serialize(value)
-        .map_err(|e| MondrianError::CorruptModel(format!("cannot encode model: {e}")))?;
-    writer.write_all(MAGIC)?;
-    writer.write_all(&FORMAT_VERSION.to_le_bytes())?;
-    writer.write_all(&[kind.len() as u8])?;
-    writer.write_all(kind.as_bytes())?;
-    writer.write_all(&(payload.len() as u64).to_le_bytes())?;
-    writer.write_all(&crc32fast::hash(&payload).to_le_bytes())?;
-    writer.write_all(&payload)?;
+    let encode_error = |e: bincode::Error| match *e {
+        bincode::ErrorKind::Io(io) => MondrianError::Io(io),
+        other => MondrianError::CorruptModel(format!("cannot encode model: {other}")),
+    };
+    let kind_len = u8::try_from(kind.len())
+        .map_err(|_| MondrianError::CorruptModel(format!("model kind `{kind}` is too long")))?;
+    let mut sink = Checked {
+        inner: std::io::sink(),
+        hasher: crc32fast::Hasher::new(),
+        len: 0,
+    };
+    codec()
+        .serialize_into(&mut sink, value)
+        .map_err(encode_error)?;
+    let (payload_len, payload_crc) = (sink.len, sink.hasher.finalize());
+    let mut header = Vec::with_capacity(32 + kind.len());
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.push(kind_len);
+    header.extend_from_slice(kind.as_bytes());
+    header.extend_from_slice(&payload_len.to_le_bytes());
+    header.extend_from_slice(&payload_crc.to_le_bytes());
+    let header_crc = crc32fast::hash(&header);
+    header.extend_from_slice(&header_crc.to_le_bytes());
+    writer.write_all(&header)?;
+    let mut out = Checked {
+        inner: &mut writer,
+        hasher: crc32fast::Hasher::new(),
+        len: 0,
+    };
+    codec()
+        .serialize_into(&mut out, value)
+        .map_err(encode_error)?;
+    // The second pass must write what the first measured (serialization is deterministic).
+    if out.len != payload_len || out.hasher.finalize() != payload_crc {
+        return Err(MondrianError::CorruptModel(
+            "the model changed while it was being written".into(),
+        ));
+    }
     writer.flush()?;
     Ok(())
 }
@@ -126,58 +195,80 @@ pub fn kind_of(bytes: &[u8]) -> Option<String> {
         .map(|k| String::from_utf8_lossy(k).into_owned())
 }
 
-/// Reads a value of model kind `kind` written by [`save`].
+/// Reads a value of model kind `kind` written by [`save`], decoding the payload as it is
+/// read (no copy of the file is held; bincode's length limit keeps a damaged length
+/// prefix from allocating more than the payload could hold).
 pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T> {
-    let mut magic = [0u8; 8];
-    read_exact(&mut reader, &mut magic, "header")?;
-    if &magic != MAGIC {
+    let mut header = vec![0u8; 8 + 4 + 1];
+    read_exact(&mut reader, &mut header, "header")?;
+    if &header[..8] != MAGIC {
         return Err(MondrianError::CorruptModel(
             "not a mondrian model file (bad magic bytes)".into(),
         ));
     }
-    let mut word = [0u8; 4];
-    read_exact(&mut reader, &mut word, "header")?;
-    let version = u32::from_le_bytes(word);
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    let kind_len = header[12] as usize;
+    let fixed = header.len();
+    header.resize(fixed + kind_len + 8 + 4 + 4, 0);
+    read_exact(&mut reader, &mut header[fixed..], "header")?;
+    let (body, crc_bytes) = header.split_at(header.len() - 4);
+    // A file of another version may lay its header out differently: name the version
+    // rather than a checksum it never had.
     if version != FORMAT_VERSION {
         return Err(MondrianError::IncompatibleVersion {
             found: version,
             supported: FORMAT_VERSION,
         });
     }
-    let mut len = [0u8; 1];
-    read_exact(&mut reader, &mut len, "header")?;
-    let mut found_kind = vec![0u8; len[0] as usize];
-    read_exact(&mut reader, &mut found_kind, "header")?;
+    if crc32fast::hash(body) != u32::from_le_bytes(crc_bytes.try_into().expect("4 bytes")) {
+        return Err(MondrianError::CorruptModel(
+            "header checksum mismatch: the file is corrupt".into(),
+        ));
+    }
+    let found_kind = &body[fixed..fixed + kind_len];
     if found_kind != kind.as_bytes() {
         return Err(MondrianError::CorruptModel(format!(
             "file holds a `{}` model, expected `{kind}`",
-            String::from_utf8_lossy(&found_kind)
+            String::from_utf8_lossy(found_kind)
         )));
     }
-    let mut len8 = [0u8; 8];
-    read_exact(&mut reader, &mut len8, "header")?;
-    let payload_len = u64::from_le_bytes(len8);
-    read_exact(&mut reader, &mut word, "header")?;
-    let crc = u32::from_le_bytes(word);
-    let mut payload = Vec::new();
-    reader.take(payload_len).read_to_end(&mut payload)?;
-    if (payload.len() as u64) < payload_len {
+    let at = fixed + kind_len;
+    let payload_len = u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(body[at + 8..at + 12].try_into().expect("4 bytes"));
+    let mut payload = Checked {
+        inner: reader.take(payload_len),
+        hasher: crc32fast::Hasher::new(),
+        len: 0,
+    };
+    let decoded: std::result::Result<T, _> = codec()
+        .with_limit(payload_len)
+        .deserialize_from(&mut payload);
+    // Whatever the decoder left (a damaged payload may stop early) is read and checksummed,
+    // so that a damaged file is reported as such rather than as a decoding failure.
+    let rest = std::io::copy(&mut payload, &mut std::io::sink())?;
+    if payload.len < payload_len {
         return Err(MondrianError::CorruptModel(format!(
             "file is truncated: {} of {payload_len} payload bytes",
-            payload.len()
+            payload.len
         )));
     }
-    if crc32fast::hash(&payload) != crc {
+    if payload.hasher.finalize() != crc {
         return Err(MondrianError::CorruptModel(
             "checksum mismatch: the file is corrupt".into(),
         ));
     }
-    // The encoding of `bincode::serialize`, but a payload must be used up exactly.
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .reject_trailing_bytes()
-        .deserialize(&payload)
-        .map_err(|e| MondrianError::CorruptModel(format!("cannot decode model: {e}")))
+    let value = decoded.map_err(|e| match *e {
+        bincode::ErrorKind::Io(io) if io.kind() != std::io::ErrorKind::UnexpectedEof => {
+            MondrianError::Io(io)
+        }
+        other => MondrianError::CorruptModel(format!("cannot decode model: {other}")),
+    })?;
+    if rest > 0 {
+        return Err(MondrianError::CorruptModel(format!(
+            "the model ends {rest} bytes before its payload does"
+        )));
+    }
+    Ok(value)
 }
 
 /// [`load`] from a reader that must hold one saved model and nothing after it (a whole

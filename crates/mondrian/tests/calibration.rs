@@ -231,8 +231,9 @@ fn edited_calibration_pits_are_refused_on_load() {
     f.set_calibration(Some(vec![0.125, 0.375, 0.625])).unwrap();
     let bytes = f.to_bytes().unwrap();
     assert!(MondrianForestRegressor::from_bytes(&bytes).is_ok());
-    // Header: magic (8), version (4), kind length (1) and kind, payload length (8), CRC (4).
-    let start = 8 + 4 + 1 + bytes[12] as usize + 8 + 4;
+    // Header: magic (8), version (4), kind length (1) and kind, payload length (8), payload
+    // CRC (4), header CRC (4).
+    let start = 8 + 4 + 1 + bytes[12] as usize + 8 + 4 + 4;
     let edit = |from: &[f64], to: &[f64]| {
         let mut b = bytes.clone();
         let old: Vec<u8> = from.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -242,7 +243,9 @@ fn edited_calibration_pits_are_refused_on_load() {
             .expect("the PITs are in the payload");
         b[at..at + new.len()].copy_from_slice(&new);
         let crc = crc32fast::hash(&b[start..]);
-        b[start - 4..start].copy_from_slice(&crc.to_le_bytes());
+        b[start - 8..start - 4].copy_from_slice(&crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&b[..start - 4]);
+        b[start - 4..start].copy_from_slice(&header_crc.to_le_bytes());
         b
     };
     let pits = [0.125, 0.375, 0.625];

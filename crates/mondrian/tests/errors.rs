@@ -250,8 +250,7 @@ fn same_model_whatever_the_thread_count() {
             f.partial_fit(&x[2 * i..2 * i + 2], 2, &y[i..=i]).unwrap();
         }
         probas.push(f.predict_proba(&q, 2).unwrap());
-        // The thread setting itself is part of the saved parameters; everything else must match.
-        f.set_n_threads(0);
+        // The thread count is not saved: the files are byte for byte the same.
         models.push(f.to_bytes().unwrap());
     }
     assert_eq!(models[0], models[1]);
@@ -261,14 +260,55 @@ fn same_model_whatever_the_thread_count() {
 }
 
 #[test]
-fn any_thread_setting_still_saves_a_loadable_model() {
-    // A saved model refuses more than MAX_THREADS threads, so the setter must not store more.
+fn the_thread_setting_is_not_saved() {
     let mut f = small();
     f.fit(&[0.0, 1.0, 2.0, 3.0], 1, &[0, 1, 0, 1]).unwrap();
     f.set_n_threads(usize::MAX);
+    assert_eq!(f.params().n_threads, mondrian::data::MAX_THREADS);
     let bytes = f.to_bytes().unwrap();
+    f.set_n_threads(1);
+    assert_eq!(f.to_bytes().unwrap(), bytes);
+    // A loaded model uses every core (0) until told otherwise.
     let g = MondrianForestClassifier::from_bytes(&bytes).unwrap();
-    assert_eq!(g.params().n_threads, mondrian::data::MAX_THREADS);
+    assert_eq!(g.params().n_threads, 0);
+}
+
+#[test]
+fn every_damaged_header_byte_is_reported_as_corruption() {
+    // Header: magic (8), version (4), kind length (1), kind, payload length (8), payload
+    // CRC (4), header CRC (4). A flipped bit anywhere in it, a length byte included, must
+    // be named as what it is: a corrupt file, never a truncated one or another version
+    // (except in the version word itself).
+    let mut f = small();
+    f.fit(&[0.0, 1.0, 1.0, 2.0, 3.0, 0.5], 2, &[0, 1, 1])
+        .unwrap();
+    let bytes = f.to_bytes().unwrap();
+    let header_len = 8 + 4 + 1 + bytes[12] as usize + 8 + 4 + 4;
+    assert!(MondrianForestClassifier::from_bytes(&bytes).is_ok());
+    for at in 0..header_len {
+        for bit in [0x01u8, 0x80] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= bit;
+            let err = MondrianForestClassifier::from_bytes(&damaged).unwrap_err();
+            match (at, &err) {
+                (8..=11, MondrianError::IncompatibleVersion { .. }) => {}
+                (_, MondrianError::CorruptModel(m)) => assert!(
+                    !m.contains("truncated") && !m.contains("ends inside"),
+                    "byte {at} bit {bit:#x}: {m}"
+                ),
+                _ => panic!("byte {at} bit {bit:#x}: {err}"),
+            }
+        }
+    }
+    // The payload length's low byte, as the issue saw it, names the checksum.
+    let at = 8 + 4 + 1 + bytes[12] as usize;
+    let mut damaged = bytes.clone();
+    damaged[at] ^= 0x10;
+    let err = MondrianForestClassifier::from_bytes(&damaged).unwrap_err();
+    assert!(
+        matches!(&err, MondrianError::CorruptModel(m) if m.contains("header checksum")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ use super::forest::{
 use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{
     held_text, lifetime_text, print_features, save_model, timed_training, with_summary, CliError,
+    ModelFile,
 };
 use crate::io::{integer_labels, read_dataset, read_features, Dataset};
 
@@ -208,8 +209,8 @@ pub(crate) fn save(
 }
 
 /// A saved classifier, checked against its own class list.
-fn load(bytes: &[u8]) -> Result<SavedClassifier, CliError> {
-    let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
+fn load(model: ModelFile) -> Result<SavedClassifier, CliError> {
+    let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, model)?;
     if saved.classes.len() != saved.forest.n_classes() {
         return Err(
             MondrianError::CorruptModel("class list does not match the model".into()).into(),
@@ -366,9 +367,9 @@ impl Task for Classify {
     }
 
     /// Class labels, or with `--proba` one probability column per class.
-    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError> {
+    fn predict(&self, model: ModelFile, args: &PredictArgs) -> Result<String, CliError> {
         // Loaded first: a file that is no model at all says so before any flag is refused.
-        let mut saved = load(bytes)?;
+        let mut saved = load(model)?;
         if args.interval.is_some() {
             return Err(CliError::Usage(format!(
                 "--interval needs a regression model, but {} holds a classification model \

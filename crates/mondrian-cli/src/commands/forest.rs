@@ -9,7 +9,7 @@ use mondrian::{FeatureWeights, Scaling};
 use super::classify::Classify;
 use super::regress::{self, Regress};
 use super::stream::{StreamArgs, Streamer};
-use super::{read_model, write_output, CliError};
+use super::{read_model, write_output, CliError, ModelFile};
 use crate::io::Dataset;
 
 /// The half of `train`, `eval`, `predict` and `stream` that depends on the task: one
@@ -19,8 +19,8 @@ pub(crate) trait Task {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError>;
     /// Trains on `args.train` and prints the scores on `args.test`.
     fn eval(&self, args: &EvalArgs) -> Result<(), CliError>;
-    /// The text `predict` writes: the predictions for `args.input` of the model `bytes`.
-    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError>;
+    /// The text `predict` writes: the predictions for `args.input` of the model in `model`.
+    fn predict(&self, model: ModelFile, args: &PredictArgs) -> Result<String, CliError>;
     /// Reads `args.input` and makes the untrained model `stream` feeds its rows to.
     fn streamer(&self, args: &StreamArgs) -> Result<Box<dyn Streamer>, CliError>;
 }
@@ -35,8 +35,11 @@ pub(crate) fn chosen(task: TaskArg) -> &'static dyn Task {
 
 /// The task that reads a model file, by the kind the file names. Anything else, junk
 /// included, goes to the classifier, whose loading error then says what is wrong.
-fn task_of_model(bytes: &[u8]) -> &'static dyn Task {
-    match mondrian::persist::kind_of(bytes) {
+fn task_of_model(model: &mut ModelFile) -> &'static dyn Task {
+    use std::io::BufRead;
+    // The header sits in the reader's first buffer: peek at it without consuming.
+    let head = model.fill_buf().unwrap_or(&[]);
+    match mondrian::persist::kind_of(head) {
         Some(kind) if kind == regress::SAVED_KIND => &Regress,
         _ => &Classify,
     }
@@ -51,8 +54,8 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<(), CliError> {
 }
 
 pub(crate) fn predict(args: &PredictArgs) -> Result<(), CliError> {
-    let bytes = read_model(&args.model)?;
-    let text = task_of_model(&bytes).predict(&bytes, args)?;
+    let mut model = read_model(&args.model)?;
+    let text = task_of_model(&mut model).predict(model, args)?;
     write_output(args.output.as_deref(), &text)
 }
 

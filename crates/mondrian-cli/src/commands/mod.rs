@@ -60,10 +60,16 @@ pub(crate) fn save_model<T: Serialize>(value: &T, kind: &str, path: &Path) -> Re
 }
 
 /// The bytes of a model file; the task that reads them checks them.
-pub(crate) fn read_model(model: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(model)
+/// The model file, opened for reading as a stream: models are decoded as they are read, so
+/// no copy of the file is ever held in memory.
+pub(crate) fn read_model(model: &Path) -> Result<ModelFile, CliError> {
+    std::fs::File::open(model)
+        .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
         .map_err(|e| CliError::Usage(format!("cannot open model {}: {e}", model.display())))
 }
+
+/// An open model file (see [`read_model`]).
+pub(crate) type ModelFile = std::io::BufReader<std::fs::File>;
 
 /// Writes `bytes` to a new file at `path`.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {

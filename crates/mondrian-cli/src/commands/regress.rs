@@ -15,7 +15,9 @@ use super::forest::{
     ThetaArg, TrainArgs,
 };
 use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
-use super::{held_text, print_features, save_model, timed_training, with_summary, CliError};
+use super::{
+    held_text, print_features, save_model, timed_training, with_summary, CliError, ModelFile,
+};
 use crate::io::{read_dataset, read_features, Dataset};
 
 /// The regression task.
@@ -341,7 +343,7 @@ impl Task for Regress {
     }
 
     /// `mean,std` per row, with `--interval L` also the central interval at level `L`.
-    fn predict(&self, bytes: &[u8], args: &PredictArgs) -> Result<String, CliError> {
+    fn predict(&self, model: ModelFile, args: &PredictArgs) -> Result<String, CliError> {
         if args.proba {
             return Err(CliError::Usage(format!(
                 "--proba needs a classification model, but {} holds a regression model \
@@ -349,7 +351,7 @@ impl Task for Regress {
                 args.model.display()
             )));
         }
-        let mut saved: SavedRegressor = mondrian::persist::load_whole(SAVED_KIND, bytes)?;
+        let mut saved: SavedRegressor = mondrian::persist::load_whole(SAVED_KIND, model)?;
         saved.forest.set_n_threads(args.threads);
         let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
         let data = read_features(&args.input, d)?;

@@ -101,13 +101,16 @@ pub fn eval_regression(train: &Path, test: &Path, extra: &[&str]) -> serde_json:
 /// foreign file): `edit` changes the payload.
 pub fn reforged(model: &Path, out: &Path, edit: impl Fn(&mut Vec<u8>)) {
     let bytes = std::fs::read(model).unwrap();
-    let header = 13 + bytes[12] as usize + 12;
+    // Header: magic, version, kind, payload length, payload CRC, header CRC.
+    let header = 13 + bytes[12] as usize + 16;
     let mut payload = bytes[header..].to_vec();
     edit(&mut payload);
     let mut file = bytes[..header].to_vec();
     let n = file.len();
-    file[n - 12..n - 4].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    file[n - 4..].copy_from_slice(&crc32(&payload).to_le_bytes());
+    file[n - 16..n - 8].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    file[n - 8..n - 4].copy_from_slice(&crc32(&payload).to_le_bytes());
+    let header_crc = crc32(&file[..n - 4]);
+    file[n - 4..].copy_from_slice(&header_crc.to_le_bytes());
     file.extend_from_slice(&payload);
     std::fs::write(out, file).unwrap();
 }

@@ -34,6 +34,10 @@ pub struct ClassifierParams {
     /// does not depend on it. With more than one, a point-by-point stream of `partial_fit`
     /// calls has a helper thread per further core spin for up to half a millisecond after
     /// each call, ready for the next point (at most that much of a core per call).
+    ///
+    /// Not saved with the model, so that model files do not depend on it: a loaded model
+    /// uses every core until `set_n_threads` says otherwise.
+    #[serde(skip)]
     pub n_threads: usize,
     /// Online bagging: each tree takes each example Poisson(1) times (spec
     /// `bayesian-trees.md` §6.2). Keeps online ≡ batch.

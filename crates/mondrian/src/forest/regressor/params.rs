@@ -27,6 +27,10 @@ pub struct RegressorParams {
     /// Worker threads (0 = all cores); the model does not depend on it. As for
     /// [`ClassifierParams::n_threads`](crate::ClassifierParams::n_threads), a stream of
     /// single points keeps helper threads spinning briefly between calls.
+    ///
+    /// Not saved with the model, so that model files do not depend on it: a loaded model
+    /// uses every core until `set_n_threads` says otherwise.
+    #[serde(skip)]
     pub n_threads: usize,
     /// Online bagging (Poisson(1) copies of each example per tree).
     pub bagging: bool,
