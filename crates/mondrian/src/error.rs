@@ -123,6 +123,22 @@ pub enum MondrianError {
         /// Version this build reads.
         supported: u32,
     },
+    /// A training call would need more memory than the limit allows; nothing was changed.
+    #[error(
+        "not enough memory: {what} would need about {}, more than {limited_by} ({}); use fewer trees or points, a larger min_samples_split, or a larger memory budget (the CLI's --max-memory, Python's max_memory=)",
+        crate::memory::human_bytes(*needed),
+        crate::memory::human_bytes(*limit)
+    )]
+    MemoryLimit {
+        /// Estimated bytes the call needs.
+        needed: u64,
+        /// Bytes the limit allows.
+        limit: u64,
+        /// Where the limit comes from.
+        limited_by: crate::memory::LimitSource,
+        /// The forest being grown, in words.
+        what: String,
+    },
     /// An I/O failure while saving or loading.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

@@ -35,6 +35,7 @@
 pub mod data;
 pub mod error;
 pub mod forest;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod persist;

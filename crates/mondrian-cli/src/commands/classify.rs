@@ -119,6 +119,7 @@ pub(crate) fn params(
         discount_factor: model.discount_factor,
         seed: model.seed,
         n_threads: model.threads,
+        max_memory: model.max_memory,
         bagging: model.bagging,
         pause_on_pure: !model.no_pause,
         min_samples_split: model

@@ -187,6 +187,10 @@ pub(crate) struct ModelArgs {
     /// Worker threads (0 = all cores); the model does not depend on it.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub(crate) threads: usize,
+    /// Memory budget for training, e.g. 500M, 4G or 4GiB: a model estimated to need more
+    /// is refused before it grows [default: what the machine has left]
+    #[arg(long, value_parser = parse_memory)]
+    pub(crate) max_memory: Option<u64>,
     /// Online bagging: every tree takes every point Poisson(1) times.
     #[arg(long)]
     pub(crate) bagging: bool,
@@ -282,6 +286,13 @@ fn parse_lifetime(s: &str) -> Result<f64, String> {
             .parse::<f64>()
             .map_err(|_| format!("`{s}` is not `inf` or a number")),
     }
+}
+
+fn parse_memory(s: &str) -> Result<u64, String> {
+    mondrian::memory::parse_bytes(s).map_err(|e| match e {
+        mondrian::MondrianError::InvalidParameter { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 /// The library refuses more than MAX_THREADS when a forest is built, but only lowers the

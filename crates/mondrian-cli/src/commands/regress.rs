@@ -63,6 +63,7 @@ fn params(args: &ForestArgs, train: &Dataset) -> Result<RegressorParams, CliErro
         },
         seed: model.seed,
         n_threads: model.threads,
+        max_memory: model.max_memory,
         bagging: model.bagging,
         scaling: training_scaling(train),
         hyper: HyperSettings {

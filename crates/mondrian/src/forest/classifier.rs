@@ -39,6 +39,13 @@ pub struct ClassifierParams {
     /// uses every core until `set_n_threads` says otherwise.
     #[serde(skip)]
     pub n_threads: usize,
+    /// A memory budget in bytes for training: a call whose forest would need more (by
+    /// [`memory::forest_bytes`](crate::memory::forest_bytes)) is refused with
+    /// [`MondrianError::MemoryLimit`](crate::MondrianError::MemoryLimit) before anything
+    /// grows. `None` uses what the machine has left ([`memory::machine_room`](crate::memory::machine_room)).
+    /// Not saved with the model.
+    #[serde(skip)]
+    pub max_memory: Option<u64>,
     /// Online bagging: each tree takes each example Poisson(1) times (spec
     /// `bayesian-trees.md` §6.2). Keeps online ≡ batch.
     pub bagging: bool,
@@ -70,6 +77,7 @@ impl Default for ClassifierParams {
             discount_factor: 10.0,
             seed: 0,
             n_threads: 0,
+            max_memory: None,
             bagging: false,
             pause_on_pure: true,
             min_samples_split: 2,
@@ -305,6 +313,7 @@ impl MondrianForestClassifier {
         // Build into a fresh model so that a refused input leaves this one untouched.
         let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
         let k = fresh.check_labels(y, rows.n_rows())?;
+        fresh.check_memory(rows.n_rows(), n_features, k)?;
         fresh.initialise(&rows, k, y)?;
         let scaled = fresh.forest.store.scale(&rows)?;
         fresh.forest.pool = std::mem::take(&mut self.forest.pool);
@@ -338,6 +347,7 @@ impl MondrianForestClassifier {
             return Ok(());
         }
         let k = self.check_labels(y, rows.n_rows())?;
+        self.check_memory(rows.n_rows(), n_features, k.max(self.n_classes))?;
         // Every check runs before the model changes: a refused batch leaves it untouched.
         let scaled = if self.forest.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
@@ -370,6 +380,20 @@ impl MondrianForestClassifier {
     pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
         let growth = self.growth();
         self.forest.forget(ids, growth).map(drop)
+    }
+
+    /// Refuses a call bringing `n_new` points with `k` classes that would outgrow the
+    /// memory budget or the machine ([`crate::memory`]).
+    fn check_memory(&self, n_new: usize, n_features: usize, k: usize) -> Result<()> {
+        let shape = crate::memory::ForestShape {
+            n_trees: self.params.n_trees,
+            n_points: n_new,
+            n_features,
+            stats_bytes_per_node: (k + 2) * 4,
+            min_samples_split: self.params.min_samples_split,
+        };
+        let held = self.forest.store.len();
+        super::check_memory(held, shape, self.params.window, self.params.max_memory)
     }
 
     /// How the forest takes points.

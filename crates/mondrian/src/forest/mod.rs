@@ -37,6 +37,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MondrianError, Result};
+use crate::memory::{check_growth, forest_bytes, ForestShape};
 use crate::process::Feature;
 use crate::tree::{MondrianTree, NodeStatistics, PauseRule};
 use grow::{grow_trees, Change};
@@ -194,6 +195,33 @@ where
         }
         check_decoded_trees(&self.trees, d, lifetime, self.store.n_slots(), stats)
     }
+}
+
+/// Refuses, before anything grows, a call that brings `shape.n_points` points to a forest
+/// of `shape.n_trees` trees holding `held` whose memory would exceed `budget` or the machine's room
+/// ([`crate::memory`]).
+pub(crate) fn check_memory(
+    held: usize,
+    shape: ForestShape,
+    window: Option<usize>,
+    budget: Option<u64>,
+) -> Result<()> {
+    let after = (held + shape.n_points).min(window.unwrap_or(usize::MAX));
+    let before = ForestShape {
+        n_points: held,
+        ..shape
+    };
+    let grown = ForestShape {
+        n_points: after,
+        ..shape
+    };
+    let bytes = |s: ForestShape| if s.n_points == 0 { 0 } else { forest_bytes(s) };
+    check_growth(bytes(before), bytes(grown), budget, || {
+        format!(
+            "a forest of {} trees over {after} points of {} features",
+            shape.n_trees, shape.n_features
+        )
+    })
 }
 
 /// One tree of a forest with the statistics its model hangs off the nodes and its own

@@ -258,6 +258,15 @@ impl MondrianForestRegressor {
                 false => Ok(()),
             };
         }
+        let shape = crate::memory::ForestShape {
+            n_trees: self.params.n_trees,
+            n_points: rows.n_rows(),
+            n_features,
+            stats_bytes_per_node: std::mem::size_of::<Moments>(),
+            min_samples_split: self.params.min_samples_split,
+        };
+        let held = if starting { 0 } else { self.forest.store.len() };
+        super::check_memory(held, shape, self.params.window, self.params.max_memory)?;
         let new_store = match starting {
             true => Some(self.start_store(&rows, y)?),
             false => None,

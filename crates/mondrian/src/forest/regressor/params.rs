@@ -32,6 +32,13 @@ pub struct RegressorParams {
     /// uses every core until `set_n_threads` says otherwise.
     #[serde(skip)]
     pub n_threads: usize,
+    /// A memory budget in bytes for training: a call whose forest would need more (by
+    /// [`memory::forest_bytes`](crate::memory::forest_bytes)) is refused with
+    /// [`MondrianError::MemoryLimit`](crate::MondrianError::MemoryLimit) before anything
+    /// grows. `None` uses what the machine has left ([`memory::machine_room`](crate::memory::machine_room)).
+    /// Not saved with the model.
+    #[serde(skip)]
+    pub max_memory: Option<u64>,
     /// Online bagging (Poisson(1) copies of each example per tree).
     pub bagging: bool,
     /// How features are scaled before they reach the trees (the heuristic γ2 assumes
@@ -99,6 +106,7 @@ impl Default for RegressorParams {
             hyper: HyperSettings::default(),
             seed: 0,
             n_threads: 0,
+            max_memory: None,
             bagging: false,
             scaling: Scaling::FirstBatch,
             feature_weights: FeatureWeights::Uniform,
