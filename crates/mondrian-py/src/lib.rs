@@ -13,7 +13,7 @@ use numpy::{
     Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,8 +23,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 fn py_err(e: MondrianError) -> PyErr {
     match e {
         MondrianError::Io(io) => PyOSError::new_err(io.to_string()),
+        e @ MondrianError::MemoryLimit { .. } => PyMemoryError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
+}
+
+/// A memory budget: a number of bytes, or a string such as "500M", "4G" or "4GiB".
+fn parse_memory(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(v) = value else { return Ok(None) };
+    let text = match v.extract::<u64>() {
+        Ok(n) => n.to_string(),
+        Err(_) => v.extract::<String>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "max_memory must be a number of bytes or a size such as '4G', not {v}"
+            ))
+        })?,
+    };
+    mondrian::memory::parse_bytes(&text)
+        .map(Some)
+        .map_err(py_err)
 }
 
 /// A row-major feature buffer borrowed from a numpy array without copying it.
@@ -146,6 +163,7 @@ impl ClassifierCore {
         scaling = None,
         feature_weights = None,
         window = None,
+        max_memory = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -162,6 +180,7 @@ impl ClassifierCore {
         scaling: Option<&Bound<'_, PyAny>>,
         feature_weights: Option<&Bound<'_, PyAny>>,
         window: Option<usize>,
+        max_memory: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let branch_counts = match branch_counts {
             "paper" => BranchCounts::Paper,
@@ -186,6 +205,7 @@ impl ClassifierCore {
             scaling: parse_scaling(scaling)?,
             feature_weights: parse_feature_weights(feature_weights)?,
             window,
+            max_memory: parse_memory(max_memory)?,
         };
         Ok(Self::wrap(
             MondrianForestClassifier::new(params).map_err(py_err)?,
@@ -277,6 +297,7 @@ impl RegressorCore {
         feature_weights = None,
         calibration = "none",
         window = None,
+        max_memory = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -295,6 +316,7 @@ impl RegressorCore {
         feature_weights: Option<&Bound<'_, PyAny>>,
         calibration: &str,
         window: Option<usize>,
+        max_memory: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let calibration = Calibration::parse(calibration).map_err(py_err)?;
         let estimate = match theta_estimate {
@@ -350,6 +372,7 @@ impl RegressorCore {
             feature_weights: parse_feature_weights(feature_weights)?,
             calibration,
             window,
+            max_memory: parse_memory(max_memory)?,
         };
         Ok(Self::wrap(
             MondrianForestRegressor::new(params).map_err(py_err)?,

@@ -232,3 +232,19 @@ def test_forged_model_bytes_are_refused():
                 back.partial_fit(X[:3], y3)
             except ValueError:
                 continue
+
+
+@pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
+def test_a_memory_budget_too_small_raises_memory_error_before_growing(Model):
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 4))
+    y = (X[:, 0] > 0.5).astype(int)
+    big = Model(n_estimators=2000, max_memory="1M", random_state=0)
+    with pytest.raises(MemoryError, match="not enough memory.*2000 trees over 300 points"):
+        big.fit(X, y)
+    with pytest.raises(NotFittedError):
+        big.predict(X)
+    # Within budget it trains; a malformed budget is a clear ValueError.
+    Model(n_estimators=2, max_memory=10_000_000, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="memory size"):
+        Model(n_estimators=2, max_memory="lots").fit(X, y)

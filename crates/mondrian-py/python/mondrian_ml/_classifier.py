@@ -90,6 +90,11 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         fitted model is the same whatever the number.
     random_state : int, RandomState instance or None, default=None
         Seeds the trees. An int gives the same forest on every fit.
+    max_memory : int, str or None, default=None
+        Memory budget for training, in bytes or as a size such as ``"500M"``, ``"4G"`` or
+        ``"4GiB"``. A fit whose forest is estimated to need more raises ``MemoryError``
+        before anything grows (the model is left as it was). ``None`` uses what the
+        machine has left.
 
     Attributes
     ----------
@@ -148,6 +153,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         window=None,
         n_jobs=None,
         random_state=None,
+        max_memory=None,
     ):
         self.n_estimators = n_estimators
         self.lifetime = lifetime
@@ -161,6 +167,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.max_memory = max_memory
 
     # ------------------------------------------------------------------ parameters
 
@@ -185,6 +192,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             scaling=self._scaling(),
             feature_weights=self._feature_weights(),
             window=self._window(),
+            max_memory=self.max_memory,
         )
 
     # ------------------------------------------------------------------ labels

@@ -80,6 +80,11 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the trees.
+    max_memory : int, str or None, default=None
+        Memory budget for training, in bytes or as a size such as ``"500M"``, ``"4G"`` or
+        ``"4GiB"``. A fit whose forest is estimated to need more raises ``MemoryError``
+        before anything grows (the model is left as it was). ``None`` uses what the
+        machine has left.
 
     Attributes
     ----------
@@ -126,6 +131,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         window=None,
         n_jobs=None,
         random_state=None,
+        max_memory=None,
     ):
         self.n_estimators = n_estimators
         self.min_samples_split = min_samples_split
@@ -141,6 +147,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.max_memory = max_memory
 
     def _new_core(self):
         self._check_types(
@@ -169,6 +176,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
             feature_weights=self._feature_weights(),
             calibration=self.calibration,
             window=self._window(),
+            max_memory=self.max_memory,
         )
 
     @property
