@@ -101,3 +101,42 @@ fn model_files_do_not_depend_on_the_thread_count() {
         assert_eq!(files[0], files[1], "{extra:?}");
     }
 }
+
+#[test]
+fn a_compact_model_file_predicts_the_same_from_fewer_bytes() {
+    // Integer-valued features, as pixel intensities: few distinct values per feature.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = String::from("a,b,c,d,label\n");
+    for i in 0..2000u64 {
+        let v = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let f: Vec<u64> = (0..4).map(|k| (v >> (8 * k + 3)) % 40).collect();
+        s.push_str(&format!(
+            "{},{},{},{},{}\n",
+            f[0],
+            f[1],
+            f[2],
+            f[3],
+            (f[0] + f[1]) / 40
+        ));
+    }
+    let data = common::write(dir.path(), "ints.csv", &s);
+    let (plain, compact) = (dir.path().join("plain.bin"), dir.path().join("compact.bin"));
+    train(&data, &plain, 20, &["--seed", "3"]);
+    train(&data, &compact, 20, &["--seed", "3", "--compact"]);
+    let (a, b) = (
+        std::fs::metadata(&plain).unwrap().len(),
+        std::fs::metadata(&compact).unwrap().len(),
+    );
+    assert!(b * 2 < a, "compact {b} bytes, plain {a}");
+    let predict = |model: &Path| {
+        mondrian()
+            .args(["predict", "--proba", "--model"])
+            .arg(model)
+            .arg("--input")
+            .arg(&data)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(predict(&plain), predict(&compact));
+}

@@ -629,6 +629,18 @@ macro_rules! common_methods {
                 py.detach(|| model.forget(&ids)).map_err(py_err)
             }
 
+            /// Drops the state only training needs: the same predictions, a much smaller
+            /// save, and no further training.
+            fn compact(&mut self) -> PyResult<()> {
+                self.inner.compact().map_err(py_err)
+            }
+
+            /// Whether `compact` made the model prediction-only.
+            #[getter]
+            fn is_compact(&self) -> bool {
+                self.inner.is_compact()
+            }
+
             /// Address of the last feature buffer the model read (for zero-copy tests).
             #[getter]
             fn _last_input_address(&self) -> usize {

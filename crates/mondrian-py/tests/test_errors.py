@@ -218,7 +218,7 @@ def test_forged_model_bytes_are_refused():
         else:
             core.fit(X, X[:, 0] * 2.0)
         blob = core.to_bytes()
-        head = 13 + blob[12] + 16  # ... payload length, payload CRC, header CRC
+        head = 13 + blob[12] + 17  # ... encoding, payload length, payload CRC, header CRC
         for at in range(0, len(blob) - head - 4, 5):
             payload = bytearray(blob[head:])
             payload[at : at + 4] = struct.pack("<I", 0xFFFFFF00)

@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from mondrian_ml import MondrianForestClassifier
+from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor
 from mondrian_ml._core import ClassifierCore
 
 
@@ -84,3 +84,27 @@ def test_a_failed_save_leaves_the_old_file_whole(fitted, small, tmp_path):
     other.save(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["forest.mondrian"]
     assert ClassifierCore.load(str(path)).to_bytes() == other._core.to_bytes()
+
+
+@pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
+def test_a_compact_model_predicts_the_same_from_fewer_bytes(Model):
+    rng = np.random.default_rng(3)
+    # Integer-valued features, as pixel intensities: few distinct values per feature.
+    X = rng.integers(0, 50, size=(1500, 8)).astype(float)
+    y = (X[:, 0] + X[:, 1] > 50).astype(int)
+    Xt = rng.integers(0, 50, size=(200, 8)).astype(float)
+    m = Model(n_estimators=10, random_state=0).fit(X, y)
+    before = m.predict_proba(Xt) if hasattr(m, "predict_proba") else m.predict(Xt, return_std=True)
+    plain = len(pickle.dumps(m))
+    assert m.compact() is m
+    blob = pickle.dumps(m)
+    assert len(blob) < 0.5 * plain
+    back = pickle.loads(blob)
+    after = back.predict_proba(Xt) if hasattr(back, "predict_proba") else back.predict(Xt, return_std=True)
+    np.testing.assert_array_equal(np.asarray(after), np.asarray(before))
+    with pytest.raises(ValueError, match="compacted"):
+        back.partial_fit(X[:5], y[:5])
+    with pytest.raises(ValueError, match="compacted"):
+        back.forget([0])
+    # fit trains an ordinary model again.
+    back.fit(X, y).partial_fit(X[:5], y[:5])

@@ -123,6 +123,10 @@ pub enum MondrianError {
         /// Version this build reads.
         supported: u32,
     },
+    /// A compact model (see `compact()`) keeps no training points, so it cannot be trained
+    /// further.
+    #[error("the model was compacted for prediction and keeps no training points, so it cannot be trained further (train a new model, or keep an uncompacted copy to train)")]
+    CompactModel,
     /// A training call would need more memory than the limit allows; nothing was changed.
     #[error(
         "not enough memory: {what} would need about {}, more than {limited_by} ({}); use fewer trees or points, a larger min_samples_split, or a larger memory budget (the CLI's --max-memory, Python's max_memory=)",

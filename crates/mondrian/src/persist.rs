@@ -1,8 +1,9 @@
 //! Saving and loading models: a versioned, checksummed header around a serde payload.
 //!
-//! Layout: `b"MONDRIAN"`, format version (u32 LE), model kind (u8 length + UTF-8), payload
-//! length (u64 LE), CRC-32 of the payload (u32 LE), CRC-32 of the header bytes before it
-//! (u32 LE), then the bincode payload. A damaged header (a flipped length byte, say) is
+//! Layout: `b"MONDRIAN"`, format version (u32 LE), model kind (u8 length + UTF-8), the
+//! payload's [`Encoding`] (u8), payload length (u64 LE), CRC-32 of the payload (u32 LE),
+//! CRC-32 of the header bytes before it (u32 LE), then the payload: bincode, as is or
+//! deflate-compressed (compact models). A damaged header (a flipped length byte, say) is
 //! reported as corruption before anything else is read; the payload is decoded as it is
 //! read, without a copy of the whole file in memory, and a payload that does not match
 //! its checksum or length is refused with a [`MondrianError`].
@@ -29,6 +30,33 @@ const MAGIC: &[u8; 8] = b"MONDRIAN";
 /// carry feature weights; 2: the classifier keeps its points in the shared point store;
 /// files of earlier versions are refused with a clear error).
 pub const FORMAT_VERSION: u32 = 11;
+
+/// How the payload is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The bincode bytes as they are: fastest to write and read.
+    Plain,
+    /// The bincode bytes deflate-compressed (RFC 1951): a compact model's boxes are
+    /// training values, few per feature, and its records repeat, so they shrink several
+    /// times; decoding still streams.
+    Deflate,
+}
+
+impl Encoding {
+    fn byte(self) -> u8 {
+        match self {
+            Encoding::Plain => 0,
+            Encoding::Deflate => 1,
+        }
+    }
+    fn of(byte: u8) -> Option<Encoding> {
+        match byte {
+            0 => Some(Encoding::Plain),
+            1 => Some(Encoding::Deflate),
+            _ => None,
+        }
+    }
+}
 
 /// The payload's encoding: bincode with fixed-width integers (as `bincode::serialize`).
 fn codec() -> impl Options {
@@ -63,35 +91,73 @@ impl<R: Read> Read for Checked<R> {
     }
 }
 
-/// Writes `value` with the header for model kind `kind`. The payload's length and checksum
-/// are found by a first encoding pass that writes nothing (bincode's size and a checksum
-/// of the bytes as they stream by), so no copy of the model's bytes is ever held.
-pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {
+/// Writes `value` with the header for model kind `kind`, its payload as is
+/// ([`Encoding::Plain`]; see [`save_encoded`]).
+pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, writer: W) -> Result<()> {
+    save_encoded(value, kind, Encoding::Plain, writer)
+}
+
+/// Writes `value` with the header for model kind `kind` and its payload in `encoding`.
+/// A plain payload's length and checksum are found by a first encoding pass that writes
+/// nothing (bincode's size and a checksum of the bytes as they stream by), so no copy of
+/// the model's bytes is ever held; a compressed payload is built in memory first (it is
+/// the small one).
+pub fn save_encoded<T: Serialize, W: Write>(
+    value: &T,
+    kind: &str,
+    encoding: Encoding,
+    mut writer: W,
+) -> Result<()> {
     let encode_error = |e: bincode::Error| match *e {
         bincode::ErrorKind::Io(io) => MondrianError::Io(io),
         other => MondrianError::CorruptModel(format!("cannot encode model: {other}")),
     };
     let kind_len = u8::try_from(kind.len())
         .map_err(|_| MondrianError::CorruptModel(format!("model kind `{kind}` is too long")))?;
-    let mut sink = Checked {
-        inner: std::io::sink(),
-        hasher: crc32fast::Hasher::new(),
-        len: 0,
+    let compressed = match encoding {
+        Encoding::Plain => None,
+        Encoding::Deflate => {
+            let encoder =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            // bincode writes field by field: the compressor takes them in large blocks.
+            let mut buffered = BufWriter::with_capacity(1 << 16, encoder);
+            codec()
+                .serialize_into(&mut buffered, value)
+                .map_err(encode_error)?;
+            let encoder = buffered.into_inner().map_err(|e| e.into_error())?;
+            Some(encoder.finish()?)
+        }
     };
-    codec()
-        .serialize_into(&mut sink, value)
-        .map_err(encode_error)?;
-    let (payload_len, payload_crc) = (sink.len, sink.hasher.finalize());
+    let (payload_len, payload_crc) = match &compressed {
+        Some(bytes) => (bytes.len() as u64, crc32fast::hash(bytes)),
+        None => {
+            let mut sink = Checked {
+                inner: std::io::sink(),
+                hasher: crc32fast::Hasher::new(),
+                len: 0,
+            };
+            codec()
+                .serialize_into(&mut sink, value)
+                .map_err(encode_error)?;
+            (sink.len, sink.hasher.finalize())
+        }
+    };
     let mut header = Vec::with_capacity(32 + kind.len());
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     header.push(kind_len);
     header.extend_from_slice(kind.as_bytes());
+    header.push(encoding.byte());
     header.extend_from_slice(&payload_len.to_le_bytes());
     header.extend_from_slice(&payload_crc.to_le_bytes());
     let header_crc = crc32fast::hash(&header);
     header.extend_from_slice(&header_crc.to_le_bytes());
     writer.write_all(&header)?;
+    if let Some(bytes) = compressed {
+        writer.write_all(&bytes)?;
+        writer.flush()?;
+        return Ok(());
+    }
     let mut out = Checked {
         inner: &mut writer,
         hasher: crc32fast::Hasher::new(),
@@ -114,7 +180,17 @@ pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Res
 /// crash or a kill at any moment leaves either the file as it was or the whole new model,
 /// never a part of one. See [`replace_file`].
 pub fn save_file<T: Serialize>(value: &T, kind: &str, path: &Path) -> Result<()> {
-    replace_file(path, |writer| save(value, kind, writer))
+    save_file_encoded(value, kind, Encoding::Plain, path)
+}
+
+/// [`save_file`] with the payload in `encoding`.
+pub fn save_file_encoded<T: Serialize>(
+    value: &T,
+    kind: &str,
+    encoding: Encoding,
+    path: &Path,
+) -> Result<()> {
+    replace_file(path, |writer| save_encoded(value, kind, encoding, writer))
 }
 
 /// Replaces the file `path` by what `write` writes, or leaves it as it was. The bytes go to
@@ -209,7 +285,7 @@ pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
     let kind_len = header[12] as usize;
     let fixed = header.len();
-    header.resize(fixed + kind_len + 8 + 4 + 4, 0);
+    header.resize(fixed + kind_len + 1 + 8 + 4 + 4, 0);
     read_exact(&mut reader, &mut header[fixed..], "header")?;
     let (body, crc_bytes) = header.split_at(header.len() - 4);
     // A file of another version may lay its header out differently: name the version
@@ -232,7 +308,13 @@ pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T
             String::from_utf8_lossy(found_kind)
         )));
     }
-    let at = fixed + kind_len;
+    let Some(encoding) = Encoding::of(body[fixed + kind_len]) else {
+        return Err(MondrianError::CorruptModel(format!(
+            "unknown payload encoding {}",
+            body[fixed + kind_len]
+        )));
+    };
+    let at = fixed + kind_len + 1;
     let payload_len = u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
     let crc = u32::from_le_bytes(body[at + 8..at + 12].try_into().expect("4 bytes"));
     let mut payload = Checked {
@@ -240,9 +322,25 @@ pub fn load<T: DeserializeOwned, R: Read>(kind: &str, mut reader: R) -> Result<T
         hasher: crc32fast::Hasher::new(),
         len: 0,
     };
-    let decoded: std::result::Result<T, _> = codec()
-        .with_limit(payload_len)
-        .deserialize_from(&mut payload);
+    let decoded: std::result::Result<T, _> = match encoding {
+        Encoding::Plain => codec()
+            .with_limit(payload_len)
+            .deserialize_from(&mut payload),
+        Encoding::Deflate => {
+            // Deflate expands at most about 1032-fold: a bound for a damaged stream.
+            let mut inflated = std::io::BufReader::with_capacity(
+                1 << 16,
+                flate2::read::DeflateDecoder::new(&mut payload),
+            );
+            let value = codec()
+                .with_limit(payload_len.saturating_mul(1032))
+                .deserialize_from(&mut inflated);
+            // The rest of the stream (its end marker) is read, so that the whole payload
+            // is checksummed; a damaged stream shows in the checksum below.
+            let _ = std::io::copy(&mut inflated, &mut std::io::sink());
+            value
+        }
+    };
     // Whatever the decoder left (a damaged payload may stop early) is read and checksummed,
     // so that a damaged file is reported as such rather than as a decoding failure.
     let rest = std::io::copy(&mut payload, &mut std::io::sink())?;
@@ -306,9 +404,14 @@ pub trait Persistent: Serialize + DeserializeOwned {
     /// The kind name written in the header; a file of another kind is refused.
     const KIND: &'static str;
 
+    /// How the payload is stored: compact models compress it.
+    fn encoding(&self) -> Encoding {
+        Encoding::Plain
+    }
+
     /// Writes the model (versioned, checksummed; see [`crate::persist`]).
     fn save_to<W: Write>(&self, writer: W) -> Result<()> {
-        save(self, Self::KIND, writer)
+        save_encoded(self, Self::KIND, self.encoding(), writer)
     }
 
     /// Reads a model written by [`save_to`](Self::save_to); a corrupt, truncated, foreign
@@ -320,7 +423,7 @@ pub trait Persistent: Serialize + DeserializeOwned {
     /// Saves to a file, crash-safe: a crash or a kill during the save leaves the file as
     /// it was or the whole new model, never a part ([`save_file`]).
     fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        save_file(self, Self::KIND, path.as_ref())
+        save_file_encoded(self, Self::KIND, self.encoding(), path.as_ref())
     }
 
     /// Loads from a file.

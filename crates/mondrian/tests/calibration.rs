@@ -231,9 +231,9 @@ fn edited_calibration_pits_are_refused_on_load() {
     f.set_calibration(Some(vec![0.125, 0.375, 0.625])).unwrap();
     let bytes = f.to_bytes().unwrap();
     assert!(MondrianForestRegressor::from_bytes(&bytes).is_ok());
-    // Header: magic (8), version (4), kind length (1) and kind, payload length (8), payload
-    // CRC (4), header CRC (4).
-    let start = 8 + 4 + 1 + bytes[12] as usize + 8 + 4 + 4;
+    // Header: magic (8), version (4), kind length (1) and kind, encoding (1), payload
+    // length (8), payload CRC (4), header CRC (4).
+    let start = 8 + 4 + 1 + bytes[12] as usize + 1 + 8 + 4 + 4;
     let edit = |from: &[f64], to: &[f64]| {
         let mut b = bytes.clone();
         let old: Vec<u8> = from.iter().flat_map(|v| v.to_le_bytes()).collect();

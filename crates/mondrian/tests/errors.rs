@@ -275,15 +275,15 @@ fn the_thread_setting_is_not_saved() {
 
 #[test]
 fn every_damaged_header_byte_is_reported_as_corruption() {
-    // Header: magic (8), version (4), kind length (1), kind, payload length (8), payload
-    // CRC (4), header CRC (4). A flipped bit anywhere in it, a length byte included, must
+    // Header: magic (8), version (4), kind length (1), kind, encoding (1), payload length
+    // (8), payload CRC (4), header CRC (4). A flipped bit anywhere in it, a length byte included, must
     // be named as what it is: a corrupt file, never a truncated one or another version
     // (except in the version word itself).
     let mut f = small();
     f.fit(&[0.0, 1.0, 1.0, 2.0, 3.0, 0.5], 2, &[0, 1, 1])
         .unwrap();
     let bytes = f.to_bytes().unwrap();
-    let header_len = 8 + 4 + 1 + bytes[12] as usize + 8 + 4 + 4;
+    let header_len = 8 + 4 + 1 + bytes[12] as usize + 1 + 8 + 4 + 4;
     assert!(MondrianForestClassifier::from_bytes(&bytes).is_ok());
     for at in 0..header_len {
         for bit in [0x01u8, 0x80] {
@@ -301,7 +301,7 @@ fn every_damaged_header_byte_is_reported_as_corruption() {
         }
     }
     // The payload length's low byte, as the issue saw it, names the checksum.
-    let at = 8 + 4 + 1 + bytes[12] as usize;
+    let at = 8 + 4 + 1 + bytes[12] as usize + 1;
     let mut damaged = bytes.clone();
     damaged[at] ^= 0x10;
     let err = MondrianForestClassifier::from_bytes(&damaged).unwrap_err();

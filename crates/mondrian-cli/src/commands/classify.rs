@@ -206,7 +206,8 @@ pub(crate) fn save(
         feature_names: data.feature_names.clone(),
         forest,
     };
-    save_model(&saved, SAVED_KIND, path)
+    let encoding = mondrian::Persistent::encoding(&saved.forest);
+    save_model(&saved, SAVED_KIND, encoding, path)
 }
 
 /// A saved classifier, checked against its own class list.
@@ -287,8 +288,11 @@ impl Task for Classify {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
         check_flags(&args.forest)?;
         let (data, values) = read_labelled(&args.train, None, None)?;
-        let (forest, secs, _) = train_forest(&args.forest, &data, values.len())?;
+        let (mut forest, secs, _) = train_forest(&args.forest, &data, values.len())?;
         let s = forest.summary();
+        if args.compact {
+            forest.compact()?;
+        }
         let held = held_text(forest.params().window, forest.n_points());
         save(forest, &values, &data.data, &args.model)?;
         eprintln!(

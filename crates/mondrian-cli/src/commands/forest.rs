@@ -86,6 +86,11 @@ pub(crate) struct TrainArgs {
     /// Where to write the model.
     #[arg(long)]
     pub(crate) model: PathBuf,
+    /// Save a compact model: the same predictions from a file several times smaller
+    /// (the state only training needs is dropped, the rest compressed), which cannot be
+    /// trained further.
+    #[arg(long)]
+    pub(crate) compact: bool,
     #[command(flatten)]
     pub(crate) forest: ForestArgs,
 }

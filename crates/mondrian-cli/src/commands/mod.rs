@@ -49,8 +49,13 @@ impl CliError {
 
 /// Writes a model file (the library's versioned, checksummed format) for kind `kind`,
 /// crash-safe: the old file stays whole until the new one is (`persist::save_file`).
-pub(crate) fn save_model<T: Serialize>(value: &T, kind: &str, path: &Path) -> Result<(), CliError> {
-    mondrian::persist::save_file(value, kind, path).map_err(|e| match e {
+pub(crate) fn save_model<T: Serialize>(
+    value: &T,
+    kind: &str,
+    encoding: mondrian::persist::Encoding,
+    path: &Path,
+) -> Result<(), CliError> {
+    mondrian::persist::save_file_encoded(value, kind, encoding, path).map_err(|e| match e {
         MondrianError::Io(source) => CliError::Write {
             path: path.to_path_buf(),
             source,

@@ -144,7 +144,8 @@ fn save(forest: MondrianForestRegressor, data: &Dataset, path: &Path) -> Result<
         feature_names: data.feature_names.clone(),
         forest,
     };
-    save_model(&saved, SAVED_KIND, path)
+    let encoding = mondrian::Persistent::encoding(&saved.forest);
+    save_model(&saved, SAVED_KIND, encoding, path)
 }
 
 /// `stream`'s regressor and the file it learns.
@@ -220,8 +221,11 @@ impl Task for Regress {
     fn train(&self, args: &TrainArgs) -> Result<(), CliError> {
         check_flags(&args.forest.model)?;
         let data = read_dataset(&args.train, None)?;
-        let (forest, secs, _) = train_forest(&args.forest, &data)?;
+        let (mut forest, secs, _) = train_forest(&args.forest, &data)?;
         let s = forest.summary();
+        if args.compact {
+            forest.compact()?;
+        }
         let held = held_text(forest.params().window, forest.n_points());
         save(forest, &data, &args.model)?;
         eprintln!(

@@ -101,8 +101,8 @@ pub fn eval_regression(train: &Path, test: &Path, extra: &[&str]) -> serde_json:
 /// foreign file): `edit` changes the payload.
 pub fn reforged(model: &Path, out: &Path, edit: impl Fn(&mut Vec<u8>)) {
     let bytes = std::fs::read(model).unwrap();
-    // Header: magic, version, kind, payload length, payload CRC, header CRC.
-    let header = 13 + bytes[12] as usize + 16;
+    // Header: magic, version, kind, encoding, payload length, payload CRC, header CRC.
+    let header = 13 + bytes[12] as usize + 17;
     let mut payload = bytes[header..].to_vec();
     edit(&mut payload);
     let mut file = bytes[..header].to_vec();

@@ -261,6 +261,20 @@ class _MondrianBase:
         check_is_fitted(self)
         return self._core.summary()
 
+    def compact(self):
+        """Makes the fitted model prediction-only and small. Returns self.
+
+        Drops the state only training needs (which training point sits in which leaf) and
+        saves and pickles the rest compressed: every prediction stays exactly the same,
+        from a file several times smaller (a quarter or less on data with few distinct
+        feature values, such as pixel intensities). A compact model refuses
+        ``partial_fit``, ``learn_one`` and ``forget`` with a ``ValueError``; ``fit``
+        trains a new, ordinary model.
+        """
+        check_is_fitted(self)
+        self._core.compact()
+        return self
+
     def save(self, path):
         """Saves the forest in the library's file format (the same as the Rust
         ``MondrianForestClassifier::save``). Labels and feature names are not part of that

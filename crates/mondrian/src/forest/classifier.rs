@@ -191,6 +191,12 @@ impl TryFrom<ClassifierState> for MondrianForestClassifier {
 
 impl crate::persist::Persistent for MondrianForestClassifier {
     const KIND: &'static str = "mondrian-forest-classifier";
+    fn encoding(&self) -> crate::persist::Encoding {
+        match self.is_compact() {
+            true => crate::persist::Encoding::Deflate,
+            false => crate::persist::Encoding::Plain,
+        }
+    }
 }
 
 impl MondrianForestClassifier {
@@ -342,6 +348,7 @@ impl MondrianForestClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<()> {
+        self.forest.check_trainable()?;
         let rows = self.forest.store.rows(x, n_features)?;
         if rows.n_rows() == 0 {
             return Ok(());
@@ -378,6 +385,7 @@ impl MondrianForestClassifier {
     /// given, already forgotten, out of the window, or named twice) is an error, and the
     /// model is then unchanged.
     pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        self.forest.check_trainable()?;
         let growth = self.growth();
         self.forest.forget(ids, growth).map(drop)
     }
@@ -394,6 +402,21 @@ impl MondrianForestClassifier {
         };
         let held = self.forest.store.len();
         super::check_memory(held, shape, self.params.window, self.params.max_memory)
+    }
+
+    /// Drops the state only training needs (the leaves' point ids, spare capacity) and
+    /// marks the model prediction-only: every prediction stays exactly the same, a saved
+    /// compact model is written compressed (see [`crate::persist`]), and further training
+    /// (`partial_fit`, `forget`) is refused with [`MondrianError::CompactModel`]; `fit`
+    /// starts a new model. Feature importances of a compact model are computed from its
+    /// leaves' label counts. An unfitted model is an error.
+    pub fn compact(&mut self) -> Result<()> {
+        self.forest.compact()
+    }
+
+    /// Whether [`compact`](Self::compact) made the model prediction-only.
+    pub fn is_compact(&self) -> bool {
+        self.forest.is_compact()
     }
 
     /// How the forest takes points.
@@ -470,6 +493,10 @@ impl MondrianForestClassifier {
                             *r += *l;
                         }
                         stack.truncate(top - k);
+                    } else if tree.is_compact() {
+                        // A compact leaf keeps no ids; its counts are its points' labels
+                        // (with multiplicity, as the ids were).
+                        stack.extend(u.stats.node(j).iter().map(|&c| f64::from(c)));
                     } else {
                         stack.resize(top + k, 0.0);
                         for &i in tree.leaf_points(j) {

@@ -173,6 +173,32 @@ where
         gone
     }
 
+    /// Makes every tree prediction-only ([`MondrianTree::compact`]): predictions are
+    /// unchanged, further training is refused. The store keeps its rows (leaves whose box
+    /// is a single point read it). An unfitted forest is an error.
+    pub(crate) fn compact(&mut self) -> Result<()> {
+        if self.store.n_features.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        for unit in &mut self.trees {
+            unit.tree.compact();
+        }
+        Ok(())
+    }
+
+    /// Whether [`compact`](Self::compact) made the forest prediction-only.
+    pub(crate) fn is_compact(&self) -> bool {
+        self.trees.first().is_some_and(|u| u.tree.is_compact())
+    }
+
+    /// Refuses training on a compact forest.
+    pub(crate) fn check_trainable(&self) -> Result<()> {
+        match self.is_compact() {
+            true => Err(MondrianError::CompactModel),
+            false => Ok(()),
+        }
+    }
+
     /// Size and depth statistics.
     pub(crate) fn summary(&self) -> ForestSummary {
         summarize(&self.trees, self.store.bytes())

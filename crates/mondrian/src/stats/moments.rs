@@ -144,6 +144,9 @@ impl TargetMoments {
         for &j in tree.subtree_preorder(root).iter().rev() {
             let m = match tree.children(j) {
                 Some((l, r)) => Moments::merge(recomputed[l as usize], recomputed[r as usize]),
+                // A compact tree's leaves keep no points: their moments stand as stored
+                // (valid, checked above), and every split must still merge its children's.
+                None if tree.is_compact() => self.get(j),
                 None => {
                     let mut m = Moments::default();
                     for &i in tree.leaf_points(j) {

@@ -185,6 +185,9 @@ pub struct MondrianTree {
     /// it.
     lists: Vec<Vec<u32>>,
     list_owner: Vec<u32>,
+    /// Whether [`compact`](Self::compact) dropped the leaves' point ids: the tree then
+    /// predicts as before but cannot be trained.
+    compact: bool,
     /// Reused buffer for the route of the point being inserted: each node with the point's
     /// η there (filled from the first node outside down).
     #[serde(skip)]
@@ -218,6 +221,7 @@ impl MondrianTree {
             free_boxes: Vec::new(),
             lists: Vec::new(),
             list_owner: Vec::new(),
+            compact: false,
             path: Vec::new(),
             block: BlockScratch::default(),
             hull: Vec::new(),
@@ -352,6 +356,31 @@ impl MondrianTree {
         }
         depths.iter().map(|&(d, n)| (d * n) as f64).sum::<f64>() / total as f64
     }
+    /// Drops what only training reads: the point ids of every leaf, except the one id of
+    /// a leaf whose box is that point's row (it names the box), and the buffers' spare
+    /// capacity. Prediction reads the structure, the boxes and the statistics, so it is
+    /// unchanged; insertion and deletion need the ids, so a compact tree is not trained
+    /// again (its model refuses). Leaves then report no points ([`leaf_points`](Self::leaf_points)).
+    pub fn compact(&mut self) {
+        for leaf in self.leaves() {
+            self.take_leaf_points(leaf);
+            if let Slot::Point(i) = Slot::of(self.nodes[leaf as usize].slot) {
+                self.put_leaf_points(leaf, &[i]);
+            }
+        }
+        self.lists = Vec::new();
+        self.list_owner = Vec::new();
+        self.nodes.shrink_to_fit();
+        self.bounds.shrink_to_fit();
+        self.sets.shrink_to_fit();
+        self.compact = true;
+    }
+
+    /// Whether [`compact`](Self::compact) made this tree a prediction-only one.
+    pub fn is_compact(&self) -> bool {
+        self.compact
+    }
+
     /// Heap bytes held by the structure (node records, stored boxes, the point lists of
     /// leaves whose ids do not fit in their record).
     pub fn heap_bytes(&self) -> usize {

@@ -99,6 +99,12 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
 
 impl crate::persist::Persistent for MondrianForestRegressor {
     const KIND: &'static str = "mondrian-forest-regressor";
+    fn encoding(&self) -> crate::persist::Encoding {
+        match self.is_compact() {
+            true => crate::persist::Encoding::Deflate,
+            false => crate::persist::Encoding::Plain,
+        }
+    }
 }
 impl MondrianForestRegressor {
     /// An untrained forest.
@@ -134,6 +140,7 @@ impl MondrianForestRegressor {
     /// the messages are derived again from the points that remain. An id the model does
     /// not hold is an error, and the model is then unchanged.
     pub fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        self.forest.check_trainable()?;
         let gone = self.forest.forget(ids, self.growth())?;
         self.release_labels(&gone);
         self.refresh();
@@ -248,6 +255,9 @@ impl MondrianForestRegressor {
         y: &[f64],
         fresh: bool,
     ) -> Result<()> {
+        if !fresh {
+            self.forest.check_trainable()?;
+        }
         let starting = fresh || self.forest.store.n_features.is_none();
         let empty = PointStore::new();
         let rows = if starting { &empty } else { &self.forest.store }.rows(x, n_features)?;
@@ -443,6 +453,19 @@ impl MondrianForestRegressor {
     /// The feature weights in use, once trained (all 1 unless set or learnt).
     pub fn feature_weights(&self) -> Option<&[f64]> {
         self.forest.store.scaler.as_ref().map(|s| s.weights())
+    }
+
+    /// Drops the state only training needs and marks the model prediction-only, as the
+    /// classifier's [`compact`](crate::MondrianForestClassifier::compact) does: every
+    /// prediction (mean, variance, density, intervals) stays exactly the same, and
+    /// `partial_fit` and `forget` are refused.
+    pub fn compact(&mut self) -> Result<()> {
+        self.forest.compact()
+    }
+
+    /// Whether [`compact`](Self::compact) made the model prediction-only.
+    pub fn is_compact(&self) -> bool {
+        self.forest.is_compact()
     }
 
     /// Size and depth statistics.
