@@ -295,8 +295,8 @@ impl Family {
         self.results.push((label.into(), r));
     }
 
-    /// Fails if any p-value is below ALPHA / m; prints every result.
-    pub fn assert(&self) {
+    /// The comparisons whose p-value is below ALPHA / m (or NaN); prints every result.
+    pub fn rejections(&self) -> Vec<String> {
         let m = self.results.len().max(1) as f64;
         let threshold = ALPHA / m;
         let mut failed = Vec::new();
@@ -317,6 +317,13 @@ impl Family {
                 ));
             }
         }
+        failed
+    }
+
+    /// Fails if any p-value is below ALPHA / m; prints every result.
+    pub fn assert(&self) {
+        let failed = self.rejections();
+        let threshold = ALPHA / self.results.len().max(1) as f64;
         assert!(
             failed.is_empty(),
             "{}: rejected at family-wise level {ALPHA} (per comparison {threshold:.2e}): {failed:?}",
