@@ -72,11 +72,12 @@ pub fn path_weights(tree: &MondrianTree, features: &[Feature], x: &[Feature]) ->
     let mut tau_parent = 0.0;
     let mut out = Vec::new();
     for j in route(tree, x) {
+        let below = points_below(tree, j);
         let mut eta = 0.0;
         for (dim, &v) in x.iter().enumerate() {
-            let vals = points_below(tree, j)
-                .into_iter()
-                .map(|i| f64::from(features[i as usize * d + dim]));
+            let vals = below
+                .iter()
+                .map(|&i| f64::from(features[i as usize * d + dim]));
             let lo = vals.clone().fold(f64::INFINITY, f64::min);
             let hi = vals.fold(f64::NEG_INFINITY, f64::max);
             let v = f64::from(v);
