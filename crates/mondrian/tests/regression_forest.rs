@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{chi2_homogeneity, histogram, ks_two_sample, rng, Family};
+use common::{chi2_homogeneity, histogram, ks_two_sample, rng, t_test, Family};
 use mondrian::stats::gaussian::{estimate_theta, GaussianModel, Moments, TargetMoments, Theta};
 use mondrian::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints};
 use mondrian::Persistent;
@@ -511,42 +511,55 @@ fn check_moments(tree: &MondrianTree, stats: &TargetMoments, y: &[f64]) {
     assert!(stats.bytes_per_node() > 0);
 }
 
+/// Online ≡ batch (spec §2.6, T8) seen through the predictions: on each of 32 data sets
+/// a fast-mode forest fitted in one batch and one fed the same rows one at a time (the same
+/// fixed scaling, so their trees have the same law) have RMSEs on 400 test rows whose
+/// difference has mean exactly 0 (the fast mode's means depend on the trees and the labels
+/// only, not on θ). Two-sided paired t-test at α = 1e-3 over the data sets, the tolerance
+/// coming from the spread of the differences (measured sd 0.0018: a systematic gap above
+/// about 0.0012 is found). The same seeds on 1 and 2 threads give the same model.
 #[test]
 fn streaming_matches_batch_quality_and_is_thread_independent() {
-    let (x, y) = smooth_2d(1500, 50);
-    let (xt, yt) = smooth_2d(500, 51);
-    let rmse = |f: &MondrianForestRegressor| {
-        let p = f.predict(&xt, 2).unwrap();
-        (p.mean
-            .iter()
-            .zip(&yt)
-            .map(|(m, v)| (m - v).powi(2))
-            .sum::<f64>()
-            / yt.len() as f64)
-            .sqrt()
-    };
-    let mut batch = regressor(PredictionMode::Fast, 10, 8);
-    batch.fit(&x, 2, &y).unwrap();
-    let mut online = MondrianForestRegressor::new(RegressorParams {
-        n_trees: 10,
-        mode: PredictionMode::Fast,
-        seed: 8,
-        scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
-        ..Default::default()
-    })
-    .unwrap();
-    for (xi, yi) in x.chunks(2).zip(&y) {
-        online.partial_fit(xi, 2, &[*yi]).unwrap();
+    let mut diffs = Vec::new();
+    for s in 0..32u64 {
+        let (x, y) = smooth_2d(800, 500 + 2 * s);
+        let (xt, yt) = smooth_2d(400, 501 + 2 * s);
+        let rmse = |f: &MondrianForestRegressor| {
+            let p = f.predict(&xt, 2).unwrap();
+            (p.mean
+                .iter()
+                .zip(&yt)
+                .map(|(m, v)| (m - v).powi(2))
+                .sum::<f64>()
+                / yt.len() as f64)
+                .sqrt()
+        };
+        let params = RegressorParams {
+            n_trees: 10,
+            mode: PredictionMode::Fast,
+            seed: s,
+            scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
+            ..Default::default()
+        };
+        let mut batch = MondrianForestRegressor::new(params.clone()).unwrap();
+        batch.fit(&x, 2, &y).unwrap();
+        let mut online = MondrianForestRegressor::new(RegressorParams {
+            seed: 1000 + s,
+            ..params
+        })
+        .unwrap();
+        for (xi, yi) in x.chunks(2).zip(&y) {
+            online.partial_fit(xi, 2, &[*yi]).unwrap();
+        }
+        assert_eq!(online.n_samples_seen(), 800);
+        diffs.push(rmse(&online) - rmse(&batch));
     }
-    assert_eq!(online.n_samples_seen(), 1500);
-    // Same distribution of trees; a loose sanity margin on one draw.
-    assert!(
-        (rmse(&online) - rmse(&batch)).abs() < 0.05,
-        "{} vs {}",
-        rmse(&online),
-        rmse(&batch)
-    );
+    let mut family = Family::new("RMSE online − batch, paired over data sets");
+    family.push(format!("differences {diffs:.4?}"), t_test(&diffs, 0.0));
+    family.assert();
 
+    let (x, y) = smooth_2d(1500, 50);
+    let (xt, _) = smooth_2d(500, 51);
     let mut one = regressor(PredictionMode::Exact, 12, 3);
     let mut many = MondrianForestRegressor::new(RegressorParams {
         n_trees: 12,

@@ -1,12 +1,12 @@
 //! Goodness-of-fit machinery of the statistical suites: KS (one and two samples), χ²
 //! (goodness of fit and homogeneity, with pooling of small cells), the exact binomial test,
-//! a z-test of a mean, histograms, the Poisson-binomial pmf, and the Bonferroni-corrected
+//! z- and t-tests of a mean, histograms, the Poisson-binomial pmf, and the Bonferroni-corrected
 //! [`Family`] of p-values every statistical test function reports through (at family-wise
 //! level [`ALPHA`], see `mod.rs`).
 
 use std::collections::BTreeMap;
 
-use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal};
+use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal, StudentsT};
 
 /// Family-wise significance level of every statistical test function.
 pub const ALPHA: f64 = 1e-3;
@@ -249,6 +249,25 @@ pub fn z_test(values: &[f64], mu: f64) -> TestResult {
         statistic: mean,
         df: se,
         p,
+    }
+}
+
+/// Two-sided one-sample Student t-test of the mean of `values` against `mu` (for small
+/// samples of roughly normal values, where the z-test's normal tail is too thin).
+pub fn t_test(values: &[f64], mu: f64) -> TestResult {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = (mean - mu) / (var / n).sqrt();
+    let law = StudentsT::new(0.0, 1.0, n - 1.0).unwrap();
+    TestResult {
+        statistic: t,
+        df: n - 1.0,
+        p: if t.is_nan() {
+            f64::NAN
+        } else {
+            2.0 * law.sf(t.abs())
+        },
     }
 }
 
