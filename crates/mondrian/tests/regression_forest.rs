@@ -1,11 +1,13 @@
 //! `MondrianForestRegressor` as a whole (spec `mf-regression.md` §6.6 T5, T8, T11, T13,
 //! T15–T17): the far-field limit, online ≡ batch, equivariance, growing uncertainty away
-//! from the data, calibration, determinism, persistence and bad input.
+//! from the data, calibration, the NLPD, the variance parts, determinism, persistence and
+//! bad input. The tests on data drawn from the model itself are in
+//! `regression_from_the_model.rs`.
 
 mod common;
 
 use common::{chi2_homogeneity, histogram, ks_two_sample, rng, t_test, Family};
-use mondrian::stats::gaussian::{estimate_theta, GaussianModel, Moments, TargetMoments, Theta};
+use mondrian::stats::gaussian::{GaussianModel, Moments, TargetMoments};
 use mondrian::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints};
 use mondrian::Persistent;
 use mondrian::{
@@ -305,106 +307,6 @@ fn assert_nlpd_is_the_mixture_and_above_the_noise(
     );
 }
 
-/// One data set drawn from the model itself (§2.1): a Mondrian tree with λ = ∞ and
-/// min_samples_split `mss` on all `n` uniform points of [0,1]², node means by the Gaussian
-/// hierarchy under `theta`, labels with noise σ_y². Returns features and labels.
-fn draw_from_model(
-    n: usize,
-    mss: usize,
-    theta: &Theta,
-    r: &mut common::TestRng,
-) -> (Vec<f64>, Vec<f64>) {
-    let (x, y, _, _) = draw_with_tree(n, mss, theta, r);
-    (x, y)
-}
-
-/// [`draw_from_model`] that also returns the generating tree with the label moments of
-/// its nodes.
-fn draw_with_tree(
-    n: usize,
-    mss: usize,
-    theta: &Theta,
-    r: &mut common::TestRng,
-) -> (Vec<f64>, Vec<f64>, MondrianTree, TargetMoments) {
-    let x: Vec<f32> = (0..2 * n).map(|_| r.gen()).collect();
-    let zeros = vec![0.0; n];
-    let data = TrainingPoints {
-        features: &x,
-        n_features: 2,
-        targets: &zeros,
-    };
-    let pause = PauseRule {
-        pause_on_pure: false,
-        min_samples_split: mss,
-    };
-    let mut tree = MondrianTree::new(2, f64::INFINITY, pause);
-    let mut stats = TargetMoments::new();
-    tree.fit((0..n as u32).collect(), &data, &mut stats, r);
-    let std = Normal::new(0.0, 1.0).unwrap();
-    let mut mu = vec![0.0; tree.n_nodes()];
-    let mut y = vec![0.0; n];
-    for j in tree.subtree_preorder(tree.root().unwrap()) {
-        let (base, tau_p) = match tree.parent(j) {
-            Some(p) => (mu[p as usize], tree.split_time(p)),
-            None => (theta.mu_h, 0.0),
-        };
-        let phi = theta.edge_variance(tau_p, tree.split_time(j) - tau_p);
-        mu[j as usize] = base + phi.sqrt() * std.sample(r);
-        if tree.is_leaf(j) {
-            for &i in tree.leaf_points(j) {
-                y[i as usize] = mu[j as usize] + theta.noise_var.sqrt() * std.sample(r);
-            }
-        }
-    }
-    let mut moments = TargetMoments::new();
-    moments.resize(tree.n_nodes());
-    for &j in tree.subtree_preorder(tree.root().unwrap()).iter().rev() {
-        match tree.children(j) {
-            Some((a, b)) => {
-                moments.set_internal(j, a, b);
-            }
-            None => moments.set_leaf(j, tree.leaf_points(j), &y),
-        }
-    }
-    (x.iter().map(|&v| f64::from(v)).collect(), y, tree, moments)
-}
-
-#[test]
-fn ninety_percent_intervals_cover_ninety_percent_of_data_from_the_model() {
-    // Twenty data sets drawn from the model (θ below, min_samples_split 10); the forest with
-    // its defaults (exact mode, heuristic θ, min–max scaling, mss 10, 20 trees) is trained
-    // on 500 points of each and predicts the other 200, whose labels came from the same
-    // tree. The forest is not the exact Bayesian predictive (its trees are drawn given the
-    // inputs only, not reweighted by the labels, and intervals are Gaussian moment
-    // matches), so coverage is only close to the level: the tolerance ±0.05
-    // applies; the binomial s.d. of 4000 points is 0.005.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mss = 10;
-    let mut r = rng(77);
-    let (mut inside, mut total) = (0usize, 0usize);
-    for rep in 0..20 {
-        let (x, y) = draw_from_model(700, mss, &theta, &mut r);
-        let mut f = MondrianForestRegressor::new(RegressorParams {
-            n_trees: 20,
-            min_samples_split: mss,
-            seed: rep,
-            ..Default::default()
-        })
-        .unwrap();
-        f.fit(&x[..1000], 2, &y[..500]).unwrap();
-        let c = coverage(&f, &x[1000..], &y[500..], 0.9);
-        inside += (c * 200.0).round() as usize;
-        total += 200;
-    }
-    let c = inside as f64 / total as f64;
-    assert!((c - 0.9).abs() <= 0.05, "coverage {c}");
-}
-
 /// Regression trees on D-dimensional data with one duplicated row (spec T8).
 fn t8_data(n: usize, d: usize, seed: u64) -> (Vec<f32>, Vec<f64>) {
     let mut r = rng(seed);
@@ -677,87 +579,6 @@ fn constant_labels_and_a_single_point() {
     let p = g.predict(&[0.3, 0.3, 4.0, 4.0], 2).unwrap();
     assert!(p.mean.iter().all(|m| (m - 5.0).abs() < 1e-12));
     assert!(p.variance.iter().all(|v| v.is_finite()));
-}
-
-#[test]
-fn marginal_likelihood_recovers_the_noise_under_the_true_tree() {
-    // Data drawn from the model with σ² = 0.05; under the generating tree, maximising the
-    // marginal likelihood from the heuristic's θ (σ² ≈ s²/1000) finds σ² within 25 % of the
-    // truth: about 1500 − 450 within-leaf degrees of freedom give a relative s.d. near 4.4 %.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mut r = rng(91);
-    let (_, y, tree, moments) = draw_with_tree(1500, 5, &theta, &mut r);
-    let start = Theta::heuristic(Moments::of(&y), 2, &mondrian::HyperSettings::default());
-    let objective = |t: &Theta| {
-        let model = GaussianModel {
-            theta: *t,
-            mode: PredictionMode::Exact,
-        };
-        model.log_marginal(&tree, &moments, &model.upward(&tree, &moments))
-    };
-    let est = estimate_theta(start, objective);
-    assert!(objective(&est) > objective(&start));
-    assert!(
-        (est.noise_var / theta.noise_var - 1.0).abs() < 0.25,
-        "σ² = {} (heuristic {})",
-        est.noise_var,
-        start.noise_var
-    );
-}
-
-#[test]
-fn marginal_likelihood_estimate_raises_the_forest_objective() {
-    // On the forest's own trees (drawn without the labels) the estimate can only improve
-    // the summed log marginal likelihood over the heuristic's θ, where the search starts.
-    // It also inflates σ² beyond the truth: the noise then absorbs the mismatch between
-    // these trees and the generating one.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mut r = rng(92);
-    let (x, y) = draw_from_model(1500, 5, &theta, &mut r);
-    let fit = |estimate| {
-        let mut f = MondrianForestRegressor::new(RegressorParams {
-            n_trees: 10,
-            min_samples_split: 5,
-            seed: 2,
-            scaling: mondrian::Scaling::Identity,
-            hyper: mondrian::HyperSettings {
-                estimate,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .unwrap();
-        f.fit(&x, 2, &y).unwrap();
-        f
-    };
-    let heuristic = fit(mondrian::Estimate::Heuristic);
-    let ml = fit(mondrian::Estimate::MarginalLikelihood);
-    let total = |f: &MondrianForestRegressor, theta: Theta| {
-        let model = GaussianModel {
-            theta,
-            mode: PredictionMode::Exact,
-        };
-        (0..10)
-            .map(|t| {
-                let (tree, stats) = f.tree(t).unwrap();
-                model.log_marginal(tree, stats, &model.upward(tree, stats))
-            })
-            .sum::<f64>()
-    };
-    // Same trees (labels do not shape them), two θs.
-    let (th, tm) = (heuristic.theta().unwrap(), ml.theta().unwrap());
-    assert!(total(&heuristic, tm) > total(&heuristic, th));
-    assert!(tm.noise_var > theta.noise_var);
 }
 
 /// §3.3: the forest's mean is the trees' mean, its variance the mean of the trees'
