@@ -1,13 +1,13 @@
 //! `MondrianForestRegressor` as a whole (spec `mf-regression.md` §6.6 T5, T8, T11, T13,
 //! T15–T17): the far-field limit, online ≡ batch, equivariance, growing uncertainty away
-//! from the data, calibration, determinism, persistence and bad input.
+//! from the data, calibration, the NLPD, the variance parts, determinism, persistence and
+//! bad input. The tests on data drawn from the model itself are in
+//! `regression_from_the_model.rs`.
 
 mod common;
 
-use common::{chi2_homogeneity, histogram, ks_two_sample, rng, Family};
-use mondrian::stats::gaussian::{
-    estimate_theta, mixture_moments, GaussianModel, Moments, TargetMoments, Theta,
-};
+use common::{chi2_homogeneity, histogram, ks_two_sample, rng, t_test, Family};
+use mondrian::stats::gaussian::{GaussianModel, Moments, TargetMoments};
 use mondrian::tree::{MondrianTree, NodeStatistics, PauseRule, TrainingPoints};
 use mondrian::Persistent;
 use mondrian::{
@@ -194,7 +194,8 @@ fn coverage(f: &MondrianForestRegressor, x: &[f64], y: &[f64], level: f64) -> f6
 fn fast_mode_is_calibrated() {
     // T17: N = 2000, M = 10, mss = 10, 1000 in-distribution test points: |observed − z| ≤ 0.1
     // at every z = 0.1…0.9 (the spec's prototype reached 0.04). Mode E is only required to
-    // give a finite NLPD and an RMSE within 1.5× of Mode F's.
+    // give a finite NLPD and an RMSE within 1.5× of Mode F's; its NLPD is checked against
+    // the mixture and the true noise here.
     let (x, y) = smooth_2d(2000, 17);
     let (xt, yt) = smooth_2d(1000, 18);
     let mut fast = regressor(PredictionMode::Fast, 10, 5);
@@ -216,8 +217,8 @@ fn fast_mode_is_calibrated() {
     };
     let mut exact = regressor(PredictionMode::Exact, 10, 5);
     exact.fit(&x, 2, &y).unwrap();
-    let nlpd: f64 = -exact.log_density(&xt, 2, &yt).unwrap().iter().sum::<f64>() / 1000.0;
-    assert!(nlpd.is_finite());
+    let log_q = exact.log_density(&xt, 2, &yt).unwrap();
+    assert_nlpd_is_the_mixture_and_above_the_noise(&exact, &x, &xt, &yt, &log_q);
     assert!(
         rmse(&exact) <= 1.5 * rmse(&fast),
         "{} vs {}",
@@ -226,104 +227,84 @@ fn fast_mode_is_calibrated() {
     );
 }
 
-/// One data set drawn from the model itself (§2.1): a Mondrian tree with λ = ∞ and
-/// min_samples_split `mss` on all `n` uniform points of [0,1]², node means by the Gaussian
-/// hierarchy under `theta`, labels with noise σ_y². Returns features and labels.
-fn draw_from_model(
-    n: usize,
-    mss: usize,
-    theta: &Theta,
-    r: &mut common::TestRng,
-) -> (Vec<f64>, Vec<f64>) {
-    let (x, y, _, _) = draw_with_tree(n, mss, theta, r);
-    (x, y)
-}
-
-/// [`draw_from_model`] that also returns the generating tree with the label moments of
-/// its nodes.
-fn draw_with_tree(
-    n: usize,
-    mss: usize,
-    theta: &Theta,
-    r: &mut common::TestRng,
-) -> (Vec<f64>, Vec<f64>, MondrianTree, TargetMoments) {
-    let x: Vec<f32> = (0..2 * n).map(|_| r.gen()).collect();
-    let zeros = vec![0.0; n];
-    let data = TrainingPoints {
-        features: &x,
-        n_features: 2,
-        targets: &zeros,
-    };
-    let pause = PauseRule {
-        pause_on_pure: false,
-        min_samples_split: mss,
-    };
-    let mut tree = MondrianTree::new(2, f64::INFINITY, pause);
-    let mut stats = TargetMoments::new();
-    tree.fit((0..n as u32).collect(), &data, &mut stats, r);
-    let std = Normal::new(0.0, 1.0).unwrap();
-    let mut mu = vec![0.0; tree.n_nodes()];
-    let mut y = vec![0.0; n];
-    for j in tree.subtree_preorder(tree.root().unwrap()) {
-        let (base, tau_p) = match tree.parent(j) {
-            Some(p) => (mu[p as usize], tree.split_time(p)),
-            None => (theta.mu_h, 0.0),
-        };
-        let phi = theta.edge_variance(tau_p, tree.split_time(j) - tau_p);
-        mu[j as usize] = base + phi.sqrt() * std.sample(r);
-        if tree.is_leaf(j) {
-            for &i in tree.leaf_points(j) {
-                y[i as usize] = mu[j as usize] + theta.noise_var.sqrt() * std.sample(r);
-            }
-        }
-    }
-    let mut moments = TargetMoments::new();
-    moments.resize(tree.n_nodes());
-    for &j in tree.subtree_preorder(tree.root().unwrap()).iter().rev() {
-        match tree.children(j) {
-            Some((a, b)) => {
-                moments.set_internal(j, a, b);
-            }
-            None => moments.set_leaf(j, tree.leaf_points(j), &y),
-        }
-    }
-    (x.iter().map(|&v| f64::from(v)).collect(), y, tree, moments)
-}
-
-#[test]
-fn ninety_percent_intervals_cover_ninety_percent_of_data_from_the_model() {
-    // Twenty data sets drawn from the model (θ below, min_samples_split 10); the forest with
-    // its defaults (exact mode, heuristic θ, min–max scaling, mss 10, 20 trees) is trained
-    // on 500 points of each and predicts the other 200, whose labels came from the same
-    // tree. The forest is not the exact Bayesian predictive (its trees are drawn given the
-    // inputs only, not reweighted by the labels, and intervals are Gaussian moment
-    // matches), so coverage is only close to the level: the tolerance ±0.05
-    // applies; the binomial s.d. of 4000 points is 0.005.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mss = 10;
-    let mut r = rng(77);
-    let (mut inside, mut total) = (0usize, 0usize);
-    for rep in 0..20 {
-        let (x, y) = draw_from_model(700, mss, &theta, &mut r);
-        let mut f = MondrianForestRegressor::new(RegressorParams {
-            n_trees: 20,
-            min_samples_split: mss,
-            seed: rep,
-            ..Default::default()
-        })
+/// Checks the forest's log predictive densities `log_q` at test rows `xt`, `yt` of
+/// [`smooth_2d`] (the forest trained on rows `x`, whose ranges scale the features) two
+/// ways (the spec asks only for a finite NLPD):
+/// * each is the log of the forest's mixture density, the equal-weight average over the
+///   trees of their components (`tree_components`, which `regression_model.rs` checks
+///   against the dense Gaussian oracle), summed directly here: relative 1e-9;
+/// * Gibbs' inequality against the law that drew the labels, p(y | x) = N(f(x), 0.1²):
+///   E[log q(y|x) − log p(y|x)] = −KL(p ‖ q) ≤ 0, so the mean of the 1000 differences may
+///   exceed 0 by at most z·se, one-sided at α = 1e-3 (z = 3.09, se from their spread).
+///   A density that does not integrate to 1, or is too sharp, fails.
+fn assert_nlpd_is_the_mixture_and_above_the_noise(
+    f: &MondrianForestRegressor,
+    x: &[f64],
+    xt: &[f64],
+    yt: &[f64],
+    log_q: &[f64],
+) {
+    use common::gaussian::normal_pdf;
+    use mondrian::{Rows, Scaling};
+    let scaler = Scaling::FirstBatch
+        .scaler_for(&Rows::new(x, 2).unwrap())
         .unwrap();
-        f.fit(&x[..1000], 2, &y[..500]).unwrap();
-        let c = coverage(&f, &x[1000..], &y[500..], 0.9);
-        inside += (c * 200.0).round() as usize;
-        total += 200;
+    let mut scaled = Vec::new();
+    scaler
+        .transform_into(&Rows::new(xt, 2).unwrap(), &mut scaled)
+        .unwrap();
+    let model = GaussianModel {
+        theta: f.theta().unwrap(),
+        mode: f.params().mode,
+    };
+    let features = f.training_points().features;
+    let n_trees = f.params().n_trees;
+    let messages: Vec<_> = (0..n_trees)
+        .map(|t| {
+            let (tree, stats) = f.tree(t).unwrap();
+            model.upward(tree, stats)
+        })
+        .collect();
+    let mut diffs = Vec::with_capacity(yt.len());
+    for (((row, point), &y), &lq) in xt
+        .chunks_exact(2)
+        .zip(scaled.chunks_exact(2))
+        .zip(yt)
+        .zip(log_q)
+    {
+        let mut q = 0.0;
+        for (t, msgs) in messages.iter().enumerate() {
+            let (tree, stats) = f.tree(t).unwrap();
+            let (mut steps, mut comps) = (Vec::new(), Vec::new());
+            tree.path_steps(point, features, &mut steps);
+            model.tree_components(tree, stats, msgs, &steps, &mut comps);
+            q += comps
+                .iter()
+                .map(|c| c.weight * normal_pdf(y, c.mean, c.var))
+                .sum::<f64>()
+                / n_trees as f64;
+        }
+        assert!(
+            (lq - q.ln()).abs() <= 1e-9 * q.ln().abs().max(1.0),
+            "row {row:?}: log density {lq} vs the mixture's {}",
+            q.ln()
+        );
+        let truth = (3.0 * row[0]).sin() * (2.0 * row[1]).cos() + row[0];
+        diffs.push(lq - normal_pdf(y, truth, 0.01).ln());
     }
-    let c = inside as f64 / total as f64;
-    assert!((c - 0.9).abs() <= 0.05, "coverage {c}");
+    let n = diffs.len() as f64;
+    let mean = diffs.iter().sum::<f64>() / n;
+    let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let nlpd = -log_q.iter().sum::<f64>() / n;
+    eprintln!(
+        "NLPD {nlpd:.4}; mean log q/p {mean:.4} (se {:.4})",
+        sd / n.sqrt()
+    );
+    assert!(
+        mean <= 3.09 * sd / n.sqrt(),
+        "the forest beats the true law: mean log q/p = {mean} (se {})",
+        sd / n.sqrt()
+    );
 }
 
 /// Regression trees on D-dimensional data with one duplicated row (spec T8).
@@ -432,42 +413,55 @@ fn check_moments(tree: &MondrianTree, stats: &TargetMoments, y: &[f64]) {
     assert!(stats.bytes_per_node() > 0);
 }
 
+/// Online ≡ batch (spec §2.6, T8) seen through the predictions: on each of 32 data sets
+/// a fast-mode forest fitted in one batch and one fed the same rows one at a time (the same
+/// fixed scaling, so their trees have the same law) have RMSEs on 400 test rows whose
+/// difference has mean exactly 0 (the fast mode's means depend on the trees and the labels
+/// only, not on θ). Two-sided paired t-test at α = 1e-3 over the data sets, the tolerance
+/// coming from the spread of the differences (measured sd 0.0018: a systematic gap above
+/// about 0.0012 is found). The same seeds on 1 and 2 threads give the same model.
 #[test]
 fn streaming_matches_batch_quality_and_is_thread_independent() {
-    let (x, y) = smooth_2d(1500, 50);
-    let (xt, yt) = smooth_2d(500, 51);
-    let rmse = |f: &MondrianForestRegressor| {
-        let p = f.predict(&xt, 2).unwrap();
-        (p.mean
-            .iter()
-            .zip(&yt)
-            .map(|(m, v)| (m - v).powi(2))
-            .sum::<f64>()
-            / yt.len() as f64)
-            .sqrt()
-    };
-    let mut batch = regressor(PredictionMode::Fast, 10, 8);
-    batch.fit(&x, 2, &y).unwrap();
-    let mut online = MondrianForestRegressor::new(RegressorParams {
-        n_trees: 10,
-        mode: PredictionMode::Fast,
-        seed: 8,
-        scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
-        ..Default::default()
-    })
-    .unwrap();
-    for (xi, yi) in x.chunks(2).zip(&y) {
-        online.partial_fit(xi, 2, &[*yi]).unwrap();
+    let mut diffs = Vec::new();
+    for s in 0..32u64 {
+        let (x, y) = smooth_2d(800, 500 + 2 * s);
+        let (xt, yt) = smooth_2d(400, 501 + 2 * s);
+        let rmse = |f: &MondrianForestRegressor| {
+            let p = f.predict(&xt, 2).unwrap();
+            (p.mean
+                .iter()
+                .zip(&yt)
+                .map(|(m, v)| (m - v).powi(2))
+                .sum::<f64>()
+                / yt.len() as f64)
+                .sqrt()
+        };
+        let params = RegressorParams {
+            n_trees: 10,
+            mode: PredictionMode::Fast,
+            seed: s,
+            scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
+            ..Default::default()
+        };
+        let mut batch = MondrianForestRegressor::new(params.clone()).unwrap();
+        batch.fit(&x, 2, &y).unwrap();
+        let mut online = MondrianForestRegressor::new(RegressorParams {
+            seed: 1000 + s,
+            ..params
+        })
+        .unwrap();
+        for (xi, yi) in x.chunks(2).zip(&y) {
+            online.partial_fit(xi, 2, &[*yi]).unwrap();
+        }
+        assert_eq!(online.n_samples_seen(), 800);
+        diffs.push(rmse(&online) - rmse(&batch));
     }
-    assert_eq!(online.n_samples_seen(), 1500);
-    // Same distribution of trees; a loose sanity margin on one draw.
-    assert!(
-        (rmse(&online) - rmse(&batch)).abs() < 0.05,
-        "{} vs {}",
-        rmse(&online),
-        rmse(&batch)
-    );
+    let mut family = Family::new("RMSE online − batch, paired over data sets");
+    family.push(format!("differences {diffs:.4?}"), t_test(&diffs, 0.0));
+    family.assert();
 
+    let (x, y) = smooth_2d(1500, 50);
+    let (xt, _) = smooth_2d(500, 51);
     let mut one = regressor(PredictionMode::Exact, 12, 3);
     let mut many = MondrianForestRegressor::new(RegressorParams {
         n_trees: 12,
@@ -587,120 +581,50 @@ fn constant_labels_and_a_single_point() {
     assert!(p.variance.iter().all(|v| v.is_finite()));
 }
 
-#[test]
-fn marginal_likelihood_recovers_the_noise_under_the_true_tree() {
-    // Data drawn from the model with σ² = 0.05; under the generating tree, maximising the
-    // marginal likelihood from the heuristic's θ (σ² ≈ s²/1000) finds σ² within 25 % of the
-    // truth: about 1500 − 450 within-leaf degrees of freedom give a relative s.d. near 4.4 %.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mut r = rng(91);
-    let (_, y, tree, moments) = draw_with_tree(1500, 5, &theta, &mut r);
-    let start = Theta::heuristic(Moments::of(&y), 2, &mondrian::HyperSettings::default());
-    let objective = |t: &Theta| {
-        let model = GaussianModel {
-            theta: *t,
-            mode: PredictionMode::Exact,
-        };
-        model.log_marginal(&tree, &moments, &model.upward(&tree, &moments))
-    };
-    let est = estimate_theta(start, objective);
-    assert!(objective(&est) > objective(&start));
-    assert!(
-        (est.noise_var / theta.noise_var - 1.0).abs() < 0.25,
-        "σ² = {} (heuristic {})",
-        est.noise_var,
-        start.noise_var
-    );
-}
-
-#[test]
-fn marginal_likelihood_estimate_raises_the_forest_objective() {
-    // On the forest's own trees (drawn without the labels) the estimate can only improve
-    // the summed log marginal likelihood over the heuristic's θ, where the search starts.
-    // It also inflates σ² beyond the truth: the noise then absorbs the mismatch between
-    // these trees and the generating one.
-    let theta = Theta {
-        mu_h: 1.0,
-        gamma1: 2.0,
-        gamma2: 0.5,
-        noise_var: 0.05,
-    };
-    let mut r = rng(92);
-    let (x, y) = draw_from_model(1500, 5, &theta, &mut r);
-    let fit = |estimate| {
-        let mut f = MondrianForestRegressor::new(RegressorParams {
-            n_trees: 10,
-            min_samples_split: 5,
-            seed: 2,
-            scaling: mondrian::Scaling::Identity,
-            hyper: mondrian::HyperSettings {
-                estimate,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .unwrap();
-        f.fit(&x, 2, &y).unwrap();
-        f
-    };
-    let heuristic = fit(mondrian::Estimate::Heuristic);
-    let ml = fit(mondrian::Estimate::MarginalLikelihood);
-    let total = |f: &MondrianForestRegressor, theta: Theta| {
-        let model = GaussianModel {
-            theta,
-            mode: PredictionMode::Exact,
-        };
-        (0..10)
-            .map(|t| {
-                let (tree, stats) = f.tree(t).unwrap();
-                model.log_marginal(tree, stats, &model.upward(tree, stats))
-            })
-            .sum::<f64>()
-    };
-    // Same trees (labels do not shape them), two θs.
-    let (th, tm) = (heuristic.theta().unwrap(), ml.theta().unwrap());
-    assert!(total(&heuristic, tm) > total(&heuristic, th));
-    assert!(tm.noise_var > theta.noise_var);
-}
-
+/// §3.3: the forest's mean is the trees' mean, its variance the mean of the trees'
+/// variances plus the variance of their means (law of total variance over equal-weight
+/// trees), and `between_trees` that last part. Every tree's mixture is recomputed here
+/// without the library's Gaussian code (`common::gaussian`): the path, boxes and weights
+/// from the rows under each node, θ from the thesis heuristic, the fast mode's components
+/// from the training targets under each node, the exact mode's by conditioning the dense
+/// Gaussian process of the tree's labels; the mixture moments in closed form.
 #[test]
 fn variance_splits_into_within_and_between_trees() {
-    // Var = mean of the trees' variances + variance of their means (law of total variance
-    // over the equal-weight trees, §3.3), recomputed here from each tree's own mixture with
-    // a two-pass variance instead of the forest's running one.
+    use common::gaussian::{exact_components, fast_components, heuristic_theta, moments, Dense};
     let (mut x, mut y) = smooth_2d(300, 31);
     // Two corners make the training ranges [0, 1]², so the forest's scaling is the identity.
     x.extend([0.0, 0.0, 1.0, 1.0]);
     y.extend([0.0, 1.0]);
     let (mut xt, _) = smooth_2d(40, 32);
-    xt.extend([2.0, -1.0, 0.5, 3.0]);
+    xt.extend([2.0, -1.0, 0.5, 3.0, -0.3, 0.5]);
+    let theta = heuristic_theta(&y, 2);
     let n_trees = 7;
+    let mut outside = 0;
     for mode in [PredictionMode::Fast, PredictionMode::Exact] {
         let mut f = regressor(mode, n_trees, 3);
         f.fit(&x, 2, &y).unwrap();
-        let model = GaussianModel {
-            theta: f.theta().unwrap(),
-            mode,
+        let data = f.training_points();
+        let trees: Vec<&MondrianTree> = (0..n_trees).map(|t| f.tree(t).unwrap().0).collect();
+        let dense: Vec<Dense> = match mode {
+            PredictionMode::Fast => Vec::new(),
+            _ => trees
+                .iter()
+                .map(|t| Dense::new(t, theta, data.targets))
+                .collect(),
         };
         let p = f.predict(&xt, 2).unwrap();
         for (i, row) in xt.chunks_exact(2).enumerate() {
             let point: Vec<f32> = row.iter().map(|&v| v as f32).collect();
             let (mut means, mut vars) = (Vec::new(), Vec::new());
-            for t in 0..n_trees {
-                let (tree, stats) = f.tree(t).unwrap();
-                let msgs = match mode {
-                    PredictionMode::Fast => Vec::new(),
-                    _ => model.upward(tree, stats),
+            for (t, tree) in trees.iter().enumerate() {
+                let comps = match mode {
+                    PredictionMode::Fast => {
+                        fast_components(tree, data.features, data.targets, theta.noise_var, &point)
+                    }
+                    _ => exact_components(&dense[t], data.features, &point),
                 };
-                let (mut steps, mut comps) = (Vec::new(), Vec::new());
-                tree.path_steps(&point, f.training_points().features, &mut steps);
-                model.tree_components(tree, stats, &msgs, &steps, &mut comps);
-                let (m, v) = mixture_moments(&comps);
+                outside += usize::from(comps.len() > 1);
+                let (m, v) = moments(&comps);
                 means.push(m);
                 vars.push(v);
             }
@@ -708,7 +632,7 @@ fn variance_splits_into_within_and_between_trees() {
             let mean = means.iter().sum::<f64>() / k;
             let between = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / k;
             let within = vars.iter().sum::<f64>() / k;
-            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * b.abs().max(1e-3);
             assert!(
                 close(p.mean[i], mean),
                 "{mode:?} row {i}: {} vs {mean}",
@@ -727,6 +651,8 @@ fn variance_splits_into_within_and_between_trees() {
             );
         }
     }
+    // Branch-off components were part of the comparison, not only leaves.
+    assert!(outside >= 100, "{outside} mixtures with branch-offs");
 }
 
 /// A block of rows is predicted as each row alone, bit for bit (means, variances and

@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::gaussian::{ancestors, cov_nodes, lca, path_weights, var_at, Dense};
 use common::rng;
 use mondrian::process::Feature;
 use mondrian::stats::gaussian::{
@@ -347,156 +348,8 @@ fn edge_variance_is_the_sigmoid_difference() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Dense Gaussian oracle (T1–T3)
+// Dense Gaussian oracle (T1–T3, `common::gaussian::Dense`)
 // ---------------------------------------------------------------------------------------
-
-/// Cholesky solve of the SPD system `a x = b` (a is n×n row-major).
-fn spd_solve(a: &[f64], b: &[f64]) -> Vec<f64> {
-    let n = b.len();
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let mut s = a[i * n + j];
-            for k in 0..j {
-                s -= l[i * n + k] * l[j * n + k];
-            }
-            l[i * n + j] = if i == j { s.sqrt() } else { s / l[j * n + j] };
-        }
-    }
-    let mut z = b.to_vec();
-    for i in 0..n {
-        for k in 0..i {
-            z[i] -= l[i * n + k] * z[k];
-        }
-        z[i] /= l[i * n + i];
-    }
-    for i in (0..n).rev() {
-        for k in i + 1..n {
-            z[i] -= l[k * n + i] * z[k];
-        }
-        z[i] /= l[i * n + i];
-    }
-    z
-}
-
-/// The GP view of one tree: ancestors of each node for lowest common ancestors.
-struct Dense<'a> {
-    tree: &'a MondrianTree,
-    theta: Theta,
-    ys: Vec<f64>,
-    /// Leaf of each training label (in the order of `ys`).
-    leaf_of: Vec<u32>,
-    /// (K + σ² I)⁻¹ (y − μ_H).
-    alpha: Vec<f64>,
-    kn: Vec<f64>,
-}
-
-impl<'a> Dense<'a> {
-    fn new(tree: &'a MondrianTree, theta: Theta, targets: &[f64]) -> Self {
-        let mut ys = Vec::new();
-        let mut leaf_of = Vec::new();
-        for leaf in tree.leaves() {
-            for &i in tree.leaf_points(leaf) {
-                ys.push(targets[i as usize]);
-                leaf_of.push(leaf);
-            }
-        }
-        let n = ys.len();
-        let mut kn = vec![0.0; n * n];
-        for a in 0..n {
-            for b in 0..n {
-                kn[a * n + b] = cov_nodes(tree, &theta, leaf_of[a], leaf_of[b])
-                    + if a == b { theta.noise_var } else { 0.0 };
-            }
-        }
-        let r: Vec<f64> = ys.iter().map(|y| y - theta.mu_h).collect();
-        let alpha = spd_solve(&kn, &r);
-        Dense {
-            tree,
-            theta,
-            ys,
-            leaf_of,
-            alpha,
-            kn,
-        }
-    }
-
-    /// Posterior (mean, variance) of a latent with prior variance `var` and covariances `k`
-    /// with the labels.
-    fn condition(&self, k: &[f64], var: f64) -> (f64, f64) {
-        let m = self.theta.mu_h + k.iter().zip(&self.alpha).map(|(a, b)| a * b).sum::<f64>();
-        let v = var
-            - k.iter()
-                .zip(spd_solve(&self.kn, k))
-                .map(|(a, b)| a * b)
-                .sum::<f64>();
-        (m, v)
-    }
-
-    fn node_posterior(&self, j: u32) -> (f64, f64) {
-        let k: Vec<f64> = self
-            .leaf_of
-            .iter()
-            .map(|&l| cov_nodes(self.tree, &self.theta, j, l))
-            .collect();
-        self.condition(&k, var_at(&self.theta, self.tree.split_time(j)))
-    }
-
-    /// log N(y; μ_H 1, K + σ² I).
-    fn log_marginal(&self) -> f64 {
-        let n = self.ys.len();
-        // log det from the Cholesky factor.
-        let mut l = vec![0.0; n * n];
-        let a = &self.kn;
-        for i in 0..n {
-            for j in 0..=i {
-                let mut s = a[i * n + j];
-                for k in 0..j {
-                    s -= l[i * n + k] * l[j * n + k];
-                }
-                l[i * n + j] = if i == j { s.sqrt() } else { s / l[j * n + j] };
-            }
-        }
-        let logdet: f64 = (0..n).map(|i| 2.0 * l[i * n + i].ln()).sum();
-        let quad: f64 = self
-            .ys
-            .iter()
-            .zip(&self.alpha)
-            .map(|(y, a)| (y - self.theta.mu_h) * a)
-            .sum();
-        -0.5 * (n as f64 * (2.0 * std::f64::consts::PI).ln() + logdet + quad)
-    }
-}
-
-/// γ1 [σ(γ2 τ) − ½], the prior variance of μ at time τ (γ1/2 at τ = ∞).
-fn var_at(theta: &Theta, tau: f64) -> f64 {
-    if tau.is_infinite() {
-        theta.gamma1 / 2.0
-    } else {
-        theta.gamma1 * (1.0 / (1.0 + (-theta.gamma2 * tau).exp()) - 0.5)
-    }
-}
-
-fn ancestors(tree: &MondrianTree, mut j: u32) -> Vec<u32> {
-    let mut out = vec![j];
-    while let Some(p) = tree.parent(j) {
-        out.push(p);
-        j = p;
-    }
-    out
-}
-
-fn lca(tree: &MondrianTree, a: u32, b: u32) -> u32 {
-    let up = ancestors(tree, a);
-    *ancestors(tree, b)
-        .iter()
-        .find(|n| up.contains(n))
-        .expect("same tree")
-}
-
-fn cov_nodes(tree: &MondrianTree, theta: &Theta, a: u32, b: u32) -> f64 {
-    var_at(theta, tree.split_time(lca(tree, a, b)))
-}
 
 /// Random batch trees on random data in D ∈ {1, 2, 3} with mss ∈ {2, 5}.
 type RandomTree = (MondrianTree, TargetMoments, Vec<f64>, usize, Vec<Feature>);
@@ -636,9 +489,113 @@ fn predictive_components_equal_dense_gaussian() {
     assert!(checked.0 > 500 && checked.1 >= 10, "{checked:?}");
 }
 
+/// T4: the branch-off and leaf weights against a brute force from the rows under each
+/// path node (`common::gaussian::path_weights`), the nodes with η > 0 forming a suffix of
+/// the path, and one mixture component exactly when x lies in the leaf's box (the leaf
+/// holds all the weight) or outside the leaf's box only (the branch-off just above the
+/// leaf takes all of it, Δ_leaf = ∞): both directions, each case met often. Queries are
+/// training rows, rows nudged by a little noise, and uniform points around the data, on
+/// trees in 1–3 dimensions.
 #[test]
-fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
-    // T4 and T6.
+fn weights_form_a_path_suffix_and_one_component_iff_only_the_leaf_box_matters() {
+    let mut r = rng(8);
+    let (mut inside_leaf, mut outside_leaf_only, mut several) = (0, 0, 0);
+    for (t, (tree, stats, y, d, train)) in random_trees(12, 3).iter().enumerate() {
+        let theta = Theta::heuristic(Moments::of(y), *d, &HyperSettings::default());
+        let model = GaussianModel {
+            theta,
+            mode: PredictionMode::Exact,
+        };
+        let msgs = model.upward(tree, stats);
+        let n = y.len();
+        for q in 0..150 {
+            let row = r.gen_range(0..n) * d;
+            let x: Vec<Feature> = match q % 3 {
+                0 => train[row..row + d].to_vec(),
+                1 => train[row..row + d]
+                    .iter()
+                    .map(|&v| v + r.gen_range(-0.02f32..0.02))
+                    .collect(),
+                _ => (0..*d).map(|_| r.gen_range(-0.5f32..1.5)).collect(),
+            };
+            let brute = path_weights(tree, train, &x);
+            let mut steps = Vec::new();
+            tree.path_steps(&x, train, &mut steps);
+            let what = format!("tree {t} x {x:?}");
+            assert_eq!(
+                steps.iter().map(|s| s.node).collect::<Vec<_>>(),
+                brute.iter().map(|s| s.node).collect::<Vec<_>>(),
+                "{what}: route"
+            );
+            for (s, b) in steps.iter().zip(&brute) {
+                assert!(
+                    (s.eta - b.eta).abs() <= 1e-6,
+                    "{what}: η {} vs {}",
+                    s.eta,
+                    b.eta
+                );
+                assert!(
+                    (s.branch_weight - b.branch).abs() <= 1e-9,
+                    "{what}: {s:?} vs {b:?}"
+                );
+                assert!(
+                    (s.leaf_weight - b.leaf).abs() <= 1e-9,
+                    "{what}: {s:?} vs {b:?}"
+                );
+            }
+            let first_out = brute.iter().position(|s| s.eta > 0.0);
+            if let Some(f) = first_out {
+                assert!(brute[f..].iter().all(|s| s.eta > 0.0), "{what}: suffix");
+            }
+            // One component per positive brute-force weight, in path order.
+            let comps = components(&model, tree, stats, &msgs, train, &x);
+            let want: Vec<f64> = brute
+                .iter()
+                .flat_map(|s| [s.branch, s.leaf])
+                .filter(|&w| w > 0.0)
+                .collect();
+            assert_eq!(
+                comps.len(),
+                want.len(),
+                "{what}: {comps:?} vs weights {want:?}"
+            );
+            for (c, w) in comps.iter().zip(&want) {
+                assert!(
+                    (c.weight - w).abs() <= 1e-9,
+                    "{what}: {comps:?} vs {want:?}"
+                );
+            }
+            let leaf = brute.len() - 1;
+            let inside = first_out.is_none();
+            let only_leaf_out = first_out == Some(leaf);
+            assert_eq!(
+                comps.len() == 1,
+                inside || only_leaf_out,
+                "{what}: {} components, η along the path {:?}",
+                comps.len(),
+                brute.iter().map(|s| s.eta).collect::<Vec<_>>()
+            );
+            match (inside, only_leaf_out) {
+                (true, _) => inside_leaf += 1,
+                (_, true) => outside_leaf_only += 1,
+                _ => several += 1,
+            }
+            let total: f64 = comps.iter().map(|c| c.weight).sum();
+            assert!((total - 1.0).abs() < 1e-12);
+        }
+    }
+    // Every case of the equivalence was met many times.
+    eprintln!("{inside_leaf} inside, {outside_leaf_only} outside the leaf only, {several} others");
+    assert!(
+        inside_leaf >= 100 && outside_leaf_only >= 50 && several >= 100,
+        "{inside_leaf} inside, {outside_leaf_only} outside the leaf only, {several} others"
+    );
+}
+
+/// T6: approaching a leaf box from outside, the branch-off component just above the leaf
+/// tends to the leaf's own component.
+#[test]
+fn continuity_at_the_leaf_box() {
     let (tree, stats, y, _, train) = random_trees(1, 3).pop().unwrap();
     let theta = Theta::heuristic(Moments::of(&y), 1, &HyperSettings::default());
     let model = GaussianModel {
@@ -646,24 +603,6 @@ fn weights_form_a_path_suffix_and_continuity_at_the_leaf_box() {
         mode: PredictionMode::Exact,
     };
     let msgs = model.upward(&tree, &stats);
-    let mut r = rng(8);
-    for _ in 0..200 {
-        let x = [r.gen_range(-1.0f32..2.0)];
-        let mut steps = Vec::new();
-        tree.path_steps(&x, &train, &mut steps);
-        let first_out = steps.iter().position(|s| s.eta > 0.0);
-        if let Some(f) = first_out {
-            assert!(steps[f..].iter().all(|s| s.eta > 0.0), "suffix");
-        }
-        let comps = components(&model, &tree, &stats, &msgs, &train, &x);
-        let inside = steps.last().is_some_and(|s| s.is_leaf && s.eta == 0.0);
-        assert_eq!(
-            comps.len() == 1,
-            inside || comps.len() == 1 && first_out.is_some()
-        );
-        let total: f64 = comps.iter().map(|c| c.weight).sum();
-        assert!((total - 1.0).abs() < 1e-12);
-    }
     // Approach the upper face of the rightmost leaf box from outside.
     let leaf = tree.leaf_of(&[1.0]);
     let top = tree.data_box(leaf, &train).1[0];

@@ -10,9 +10,9 @@
 //!   two points, which splits after `Exp(‖x_a − x_b‖₁)` (spec §8.4 item 4);
 //! * in 1-D the cuts made before time λ are a Poisson process of intensity λ (item 5).
 //!
-//! Online extension in any order (and from any batch prefix) has the batch law (§2.6,
-//! tested in `sampler.rs`), so every law is checked on batch and online trees alike. The
-//! deterministic invariants are in `sampler_invariants.rs`.
+//! Online extension in any order, from any batch prefix and by sets of points has the
+//! batch law (§2.6, tested in `sampler.rs`), so every law is checked on batch, online and
+//! set-extended trees alike. The deterministic invariants are in `sampler_invariants.rs`.
 //!
 //! Each test function is a family of KS / χ² / exact binomial tests at family-wise level
 //! α = 1e-3 (Bonferroni, see `common::Family`), with fixed seeds.
@@ -56,13 +56,17 @@ fn exp_cdf(rate: f64) -> impl Fn(f64) -> f64 {
 }
 
 /// The methods every sampler property is checked with: batch, online in a fixed order,
-/// online in a fresh order per tree, batch prefix then online.
+/// online in a fresh order per tree, batch prefix then online, and extension by sets
+/// (`extend_many`) of 2 and of 3 points (the first set batch-samples the empty tree; a
+/// set left with one point takes the per-point road).
 fn standard_methods(ids: &[u32], seed: u64) -> Vec<Method> {
     vec![
         Method::Batch,
         Method::Online(permutation(ids, seed)),
         Method::Shuffled,
         Method::Prefix(permutation(ids, seed + 1), ids.len() / 2),
+        Method::Sets(permutation(ids, seed + 2), 2),
+        Method::Sets(permutation(ids, seed + 3), 3),
     ]
 }
 
@@ -272,8 +276,10 @@ fn root_split_time_finite_lifetime() {
 /// Spec §8.4 item 2: P(δ_root = d) = range_d / L (χ² goodness of fit over the dimensions
 /// of positive range; a zero-range dimension must never be chosen, §6), and
 /// (ξ − ℓ_δ)/(u_δ − ℓ_δ) given δ is Uniform[0, 1) (KS per dimension). Derivation: §2.2
-/// step 3 for batch trees; online trees have the batch law (§2.6) even though their root
-/// may have been inserted late by an extension cut (ξ uniform on the gap to the new point).
+/// step 3 for batch trees; online and set-extended trees have the batch law (§2.6) even
+/// though their root may have been inserted late by an extension cut (ξ uniform on the gap
+/// to the new point, or on the part of the set's bounding box that protrudes from the old
+/// box). Every road is checked, sets with and without pausing.
 #[test]
 fn root_split_dimension_and_location() {
     let data = d4_zero_range();
@@ -289,6 +295,7 @@ fn root_split_dimension_and_location() {
         .map(|m| (m, NO_PAUSE))
         .collect();
     cases.push((Method::Shuffled, PAUSE_PURE));
+    cases.push((Method::Sets(permutation(&ids, 35), 2), PAUSE_PURE));
     for (ci, (m, pause)) in cases.iter().enumerate() {
         let mut r = rng(3000 + ci as u64);
         let mut dims = vec![0u64; 4];

@@ -5,8 +5,9 @@
 //! checker written independently of the library's own `check_invariants` in [`inspect`];
 //! the goodness-of-fit machinery (KS, χ², exact binomial) with a Bonferroni-corrected
 //! family of p-values in [`stats`]; the label model written from the spec, for the
-//! prediction tests, in [`reference`]. `inspect` and `stats` are re-exported here, so
-//! `use common::*;` brings them in.
+//! prediction tests, in [`reference`]; the Gaussian model of regression trees by brute
+//! force and as a dense Gaussian process, for the regression tests, in [`gaussian`].
+//! `inspect` and `stats` are re-exported here, so `use common::*;` brings them in.
 //!
 //! Every statistical test of the suite runs at a family-wise level α = 1e-3 (spec §8.4):
 //! a test function collects its p-values in a [`Family`] and fails if any is below
@@ -15,6 +16,7 @@
 //! comparisons. Seeds are fixed, so runs are reproducible.
 #![allow(dead_code)]
 
+pub mod gaussian;
 pub mod inspect;
 pub mod reference;
 pub mod stats;

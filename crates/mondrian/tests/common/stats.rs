@@ -1,12 +1,12 @@
 //! Goodness-of-fit machinery of the statistical suites: KS (one and two samples), χ²
 //! (goodness of fit and homogeneity, with pooling of small cells), the exact binomial test,
-//! a z-test of a mean, histograms, the Poisson-binomial pmf, and the Bonferroni-corrected
+//! z- and t-tests of a mean, histograms, the Poisson-binomial pmf, and the Bonferroni-corrected
 //! [`Family`] of p-values every statistical test function reports through (at family-wise
 //! level [`ALPHA`], see `mod.rs`).
 
 use std::collections::BTreeMap;
 
-use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal};
+use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal, StudentsT};
 
 /// Family-wise significance level of every statistical test function.
 pub const ALPHA: f64 = 1e-3;
@@ -252,6 +252,25 @@ pub fn z_test(values: &[f64], mu: f64) -> TestResult {
     }
 }
 
+/// Two-sided one-sample Student t-test of the mean of `values` against `mu` (for small
+/// samples of roughly normal values, where the z-test's normal tail is too thin).
+pub fn t_test(values: &[f64], mu: f64) -> TestResult {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = (mean - mu) / (var / n).sqrt();
+    let law = StudentsT::new(0.0, 1.0, n - 1.0).unwrap();
+    TestResult {
+        statistic: t,
+        df: n - 1.0,
+        p: if t.is_nan() {
+            f64::NAN
+        } else {
+            2.0 * law.sf(t.abs())
+        },
+    }
+}
+
 /// Histogram of a categorical sample.
 pub fn histogram<K: Ord, I: IntoIterator<Item = K>>(items: I) -> BTreeMap<K, u64> {
     let mut h = BTreeMap::new();
@@ -295,8 +314,8 @@ impl Family {
         self.results.push((label.into(), r));
     }
 
-    /// Fails if any p-value is below ALPHA / m; prints every result.
-    pub fn assert(&self) {
+    /// The comparisons whose p-value is below ALPHA / m (or NaN); prints every result.
+    pub fn rejections(&self) -> Vec<String> {
         let m = self.results.len().max(1) as f64;
         let threshold = ALPHA / m;
         let mut failed = Vec::new();
@@ -317,6 +336,13 @@ impl Family {
                 ));
             }
         }
+        failed
+    }
+
+    /// Fails if any p-value is below ALPHA / m; prints every result.
+    pub fn assert(&self) {
+        let failed = self.rejections();
+        let threshold = ALPHA / self.results.len().max(1) as f64;
         assert!(
             failed.is_empty(),
             "{}: rejected at family-wise level {ALPHA} (per comparison {threshold:.2e}): {failed:?}",
