@@ -499,6 +499,8 @@ impl MondrianForestClassifier {
                         out_block,
                     );
                 }
+                // The average of M probabilities near 1 may round above it.
+                out_block.iter_mut().for_each(|p| *p = p.min(1.0));
             },
         );
         Ok(out)
