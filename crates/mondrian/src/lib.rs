@@ -50,7 +50,7 @@ pub use data::{
 pub use error::{MondrianError, Result};
 pub use forest::{
     Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
-    MondrianForestRegressor, RegressionPrediction, RegressorParams,
+    MondrianForestRegressor, Progress, RegressionPrediction, RegressorParams,
 };
 pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};

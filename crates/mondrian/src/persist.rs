@@ -15,7 +15,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
-/// Version of the on-disk format written by this build (10: trees keep free lists of the
+/// Version of the on-disk format written by this build (11: the point store keeps sample
+/// weights; 10: trees keep free lists of the
 /// nodes, boxes and point sets deletion released; 9: on wide data a node over a few
 /// points names them instead of storing its box; 8: a leaf keeps up to two point
 /// ids in its record, only longer point lists are kept apart; 7: a node's box slot and
@@ -24,7 +25,7 @@ const MAGIC: &[u8; 8] = b"MONDRIAN";
 /// the point store keeps the cross-validated choice of the relevance power; 3: scalers
 /// carry feature weights; 2: the classifier keeps its points in the shared point store;
 /// files of earlier versions are refused with a clear error).
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// Writes `value` with the header for model kind `kind`.
 pub fn save<T: Serialize, W: Write>(value: &T, kind: &str, mut writer: W) -> Result<()> {
