@@ -170,7 +170,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
 macro_rules! common_methods {
     ($core:ident, $model:ty, $target:ty, $one:ty, $convert:ident) => {
         impl $core {
-            fn wrap(inner: $model) -> Self {
+            pub(crate) fn wrap(inner: $model) -> Self {
                 $core {
                     inner,
                     last_input_address: AtomicUsize::new(0),
@@ -408,11 +408,49 @@ macro_rules! common_methods {
 mod classifier;
 mod regressor;
 
+/// What `load_any` returns: the kind ("classifier" or "regressor"), the core, the label
+/// value of each class (CLI files) and the feature names (CLI files of named data).
+type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
+
+/// Reads a model file of any kind the library writes (a core's `save`, the library's
+/// `Persistent::save`, `mondrian train --model`), by the kind its header names.
+#[pyfunction]
+fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
+    use classifier::ClassifierCore;
+    use mondrian::described::AnyModel;
+    use regressor::RegressorCore;
+    let model = py.detach(|| AnyModel::load(&path)).map_err(|e| match e {
+        MondrianError::Io(io) => {
+            PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
+        }
+        other => py_err(other),
+    })?;
+    Ok(match model {
+        AnyModel::Classifier(m) => {
+            let core = Py::new(py, ClassifierCore::wrap(m))?.into_any();
+            ("classifier", core, None, Vec::new())
+        }
+        AnyModel::Regressor(m) => {
+            let core = Py::new(py, RegressorCore::wrap(m))?.into_any();
+            ("regressor", core, None, Vec::new())
+        }
+        AnyModel::DescribedClassifier(f) => {
+            let core = Py::new(py, ClassifierCore::wrap(f.forest))?.into_any();
+            ("classifier", core, Some(f.classes), f.feature_names)
+        }
+        AnyModel::DescribedRegressor(f) => {
+            let core = Py::new(py, RegressorCore::wrap(f.forest))?.into_any();
+            ("regressor", core, None, f.feature_names)
+        }
+    })
+}
+
 /// The compiled core of `mondrian_ml`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<classifier::ClassifierCore>()?;
     m.add_class::<regressor::RegressorCore>()?;
+    m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

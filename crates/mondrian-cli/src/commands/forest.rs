@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use mondrian::{FeatureWeights, Scaling};
+use mondrian::described::DescribedRegressor;
+use mondrian::{FeatureWeights, Persistent, Scaling};
 
 use super::classify::Classify;
-use super::regress::{self, Regress};
+use super::regress::Regress;
 use super::stream::{StreamArgs, Streamer};
 use super::{read_model, write_output, CliError};
 use crate::io::Dataset;
@@ -37,7 +38,7 @@ pub(crate) fn chosen(task: TaskArg) -> &'static dyn Task {
 /// included, goes to the classifier, whose loading error then says what is wrong.
 fn task_of_model(bytes: &[u8]) -> &'static dyn Task {
     match mondrian::persist::kind_of(bytes) {
-        Some(kind) if kind == regress::SAVED_KIND => &Regress,
+        Some(kind) if kind == DescribedRegressor::KIND => &Regress,
         _ => &Classify,
     }
 }

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::{MondrianError, RelevanceChoice};
 use serde::Serialize;
 
-use crate::io::DataError;
+use crate::io::{DataError, Dataset};
 
 /// Why a command failed; `main` prints it and exits with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +57,15 @@ pub(crate) fn save_model<T: Serialize>(value: &T, kind: &str, path: &Path) -> Re
         },
         other => other.into(),
     })
+}
+
+/// The feature names a model file keeps for `data`: its columns' names if the file named
+/// them (a CSV header), none otherwise (LIBSVM), so that `predict` checks only real names.
+pub(crate) fn names_to_keep(data: &Dataset) -> Vec<String> {
+    match data.named {
+        true => data.feature_names.clone(),
+        false => Vec::new(),
+    }
 }
 
 /// The bytes of a model file; the task that reads them checks them.

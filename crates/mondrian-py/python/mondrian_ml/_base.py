@@ -357,9 +357,28 @@ class _MondrianBase:
         check_is_fitted(self)
         return self._core.summary()
 
+    @classmethod
+    def _from_core(cls, core, names=None):
+        """An estimator around a loaded core: its parameters are the core's, its feature
+        names ``names`` (a list of str, or None)."""
+        params = dict(core.params())
+        threads = params.pop("n_threads")
+        params.pop("n_classes", None)
+        params["n_jobs"] = -1 if threads == 0 else (None if threads == 1 else threads)
+        est = cls(**params)
+        est._core = core
+        names = list(names) if names else None
+        est._river_names = names
+        if core.n_features is not None:
+            est.n_features_in_ = core.n_features
+            if names is not None:
+                est.feature_names_in_ = np.asarray(names, dtype=object)
+        return est
+
     def save(self, path):
         """Saves the forest in the library's file format (the same as the Rust
-        ``MondrianForestClassifier::save``). Labels and feature names are not part of that
-        format; use pickle to keep the whole estimator."""
+        ``MondrianForestClassifier::save``), which :func:`mondrian_ml.load` reads back.
+        Labels and feature names are not part of that format (``load`` gives classes 0 to
+        K − 1); use pickle to keep the whole estimator."""
         check_is_fitted(self)
         self._core.save(os.fspath(path))

@@ -402,6 +402,16 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             self._set_classes(classes_before)
             raise
 
+    @classmethod
+    def _from_core(cls, core, classes=None, names=None):
+        est = super()._from_core(core, names)
+        declared = core.params()["n_classes"] is not None
+        est._declared_classes = declared
+        if core.n_features is not None:
+            labels = np.arange(core.n_classes) if classes is None else np.asarray(classes)
+            est._set_classes(labels)
+        return est
+
     def _weight_of(self, y):
         """The class weight of one label for ``learn_one`` (None: no weight)."""
         cw = self.class_weight
