@@ -109,6 +109,11 @@ pub(crate) struct PredictArgs {
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub(crate) threads: usize,
+    /// Predict by column position even when the input's header names other columns than
+    /// the training file's (by default that is an error naming the first column that
+    /// differs).
+    #[arg(long)]
+    pub(crate) ignore_names: bool,
 }
 
 #[derive(Args)]

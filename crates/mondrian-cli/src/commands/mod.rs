@@ -68,6 +68,35 @@ pub(crate) fn names_to_keep(data: &Dataset) -> Vec<String> {
     }
 }
 
+/// Refuses prediction input whose column names differ from those of the training file
+/// (`trained`, empty if it named none), naming the first column that differs; input
+/// without names (LIBSVM) and `--ignore-names` pass.
+pub(crate) fn check_names(
+    trained: &[String],
+    input: &Dataset,
+    path: &Path,
+    ignore: bool,
+) -> Result<(), CliError> {
+    if ignore || trained.is_empty() || !input.named {
+        return Ok(());
+    }
+    match trained
+        .iter()
+        .zip(&input.feature_names)
+        .position(|(a, b)| a != b)
+    {
+        Some(j) => Err(CliError::Usage(format!(
+            "{}: column {} is `{}`, but the model was trained with `{}` there; the columns \
+             must be the training file's, in its order (--ignore-names predicts by position)",
+            path.display(),
+            j + 1,
+            input.feature_names[j],
+            trained[j]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The bytes of a model file; the task that reads them checks them.
 pub(crate) fn read_model(model: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(model)

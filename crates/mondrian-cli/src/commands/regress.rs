@@ -16,7 +16,8 @@ use super::forest::{
 };
 use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{
-    held_text, names_to_keep, print_features, save_model, timed_training, with_summary, CliError,
+    check_names, held_text, names_to_keep, print_features, save_model, timed_training,
+    with_summary, CliError,
 };
 use crate::io::{read_dataset, read_features, Dataset};
 
@@ -343,6 +344,7 @@ impl Task for Regress {
         saved.forest.set_n_threads(args.threads);
         let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
         let data = read_features(&args.input, d)?;
+        check_names(&saved.feature_names, &data, &args.input, args.ignore_names)?;
         let p = saved.forest.predict(&data.x, d)?;
         let std = p.std();
         let mut text = String::from("mean,std");
