@@ -83,9 +83,9 @@ pub(crate) trait Weighed: Model {
     ) -> Result<()>;
 }
 
-/// The weights the first training call of `model` fixes on `rows` with sample weights
-/// `sample` (`None`: all 1), with the cross-validated choice behind them if
-/// there was one.
+/// The feature weights the first training call of `model` fixes on `rows` with sample
+/// weights `sample` (`None`, for either: all 1), with the cross-validated choice behind
+/// them if there was one.
 pub(crate) fn initial_weights<M, T>(
     model: &M,
     rows: &Rows<T>,
