@@ -1,21 +1,15 @@
 //! Python bindings of the `mondrian` library: the `mondrian_ml._core` extension module.
 //!
 //! This crate only converts arguments and errors. Every algorithm lives in the `mondrian`
-//! crate; the scikit-learn and river interfaces are thin Python classes over [`ClassifierCore`]
-//! (see `python/mondrian_ml`).
+//! crate; the scikit-learn and river interfaces are thin Python classes over the cores
+//! (`classifier.rs`, `regressor.rs`; see `python/mondrian_ml`). What both cores share is
+//! here: arrays, errors, parameter specs and the `common_methods!` they both expand.
 
-use mondrian::{
-    BranchCounts, Calibration, ClassifierParams, Estimate, FeatureWeights, HyperSettings,
-    MondrianError, MondrianForestClassifier, MondrianForestRegressor, NoiseRule, Persistent,
-    PredictionMode, RegressorParams, Scaling,
-};
-use numpy::{
-    Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
-};
+use mondrian::{FeatureWeights, MondrianError, Progress, Scaling};
+use numpy::{Element, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyDict, PyString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A library error as the Python exception a user expects: I/O failures are `OSError`,
@@ -132,374 +126,46 @@ fn parse_feature_weights(spec: Option<&Bound<'_, PyAny>>) -> PyResult<FeatureWei
     Ok(FeatureWeights::Given(w))
 }
 
-/// The Rust Mondrian forest classifier. Labels are class indices `0..K`; the Python
-/// classes map user labels to indices.
-#[pyclass(module = "mondrian_ml._core")]
-struct ClassifierCore {
-    inner: MondrianForestClassifier,
-    /// Address of the last feature buffer read, so tests can prove arrays are not copied.
-    /// Atomic because predictions take the model shared, from any number of threads.
-    last_input_address: AtomicUsize,
-}
-
-#[pymethods]
-impl ClassifierCore {
-    /// Builds an unfitted forest. `scaling` is `None` / `"first_batch"` (min–max from the
-    /// first training call), `"identity"`, or a list of `(min, max)` per feature; `window`
-    /// keeps only the last that many training points (`None`: all). The library checks
-    /// every value.
-    #[new]
-    #[pyo3(signature = (
-        n_trees = 100,
-        lifetime = f64::INFINITY,
-        discount_factor = 10.0,
-        seed = 0,
-        n_threads = 1,
-        bagging = false,
-        pause_on_pure = true,
-        min_samples_split = 2,
-        branch_counts = "paper",
-        n_classes = None,
-        scaling = None,
-        feature_weights = None,
-        window = None,
-        max_memory = None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_trees: usize,
-        lifetime: f64,
-        discount_factor: f64,
-        seed: u64,
-        n_threads: usize,
-        bagging: bool,
-        pause_on_pure: bool,
-        min_samples_split: usize,
-        branch_counts: &str,
-        n_classes: Option<usize>,
-        scaling: Option<&Bound<'_, PyAny>>,
-        feature_weights: Option<&Bound<'_, PyAny>>,
-        window: Option<usize>,
-        max_memory: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let branch_counts = match branch_counts {
-            "paper" => BranchCounts::Paper,
-            "reference" => BranchCounts::Reference,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "branch_counts must be 'paper' or 'reference', not {other:?}"
-                )))
-            }
-        };
-        let params = ClassifierParams {
-            n_trees,
-            lifetime,
-            discount_factor,
-            seed,
-            n_threads,
-            bagging,
-            pause_on_pure,
-            min_samples_split,
-            branch_counts,
-            n_classes,
-            scaling: parse_scaling(scaling)?,
-            feature_weights: parse_feature_weights(feature_weights)?,
-            window,
-            max_memory: parse_memory(max_memory)?,
-        };
-        Ok(Self::wrap(
-            MondrianForestClassifier::new(params).map_err(py_err)?,
-        ))
-    }
-
-    /// Class probabilities, `n_rows × n_classes`.
-    fn predict_proba<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let model = &self.inner;
-        let (proba, n) = with_features(x, &self.last_input_address, |f, n, d| {
-            let p = each_precision!(f, v => py.detach(|| model.predict_proba(v, d)));
-            Ok((p.map_err(py_err)?, n))
-        })?;
-        let k = self.inner.n_classes();
-        proba.into_pyarray(py).reshape([n, k])
-    }
-
-    /// Class probabilities of one point given as a list of floats.
-    fn predict_proba_one(&self, py: Python<'_>, x: Vec<f64>) -> PyResult<Vec<f64>> {
-        let d = x.len();
-        let model = &self.inner;
-        py.detach(|| model.predict_proba(&x, d)).map_err(py_err)
-    }
-
-    /// Number of classes K the trees hold.
-    #[getter]
-    fn n_classes(&self) -> usize {
-        self.inner.n_classes()
-    }
-
-    /// The discount rate γ in use.
-    #[getter]
-    fn gamma(&self) -> f64 {
-        self.inner.gamma()
-    }
-}
-
-/// The Rust Mondrian forest regressor (spec `mf-regression.md`).
-#[pyclass(module = "mondrian_ml._core")]
-struct RegressorCore {
-    inner: MondrianForestRegressor,
-    /// Address of the last feature buffer read (zero-copy tests).
-    last_input_address: AtomicUsize,
-}
-
 fn targets(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
     Ok(y.as_array().iter().copied().collect())
 }
 
-impl RegressorCore {
-    /// Each row's PIT, the forest mixture's CDF at its target.
-    fn pits<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: &PyReadonlyArray1<'py, f64>,
-    ) -> PyResult<Vec<f64>> {
-        let y = targets(y)?;
-        let model = &self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.cdf(v, d, &y))).map_err(py_err)
+/// A Python callable as the library's progress observer: each report takes the GIL (the
+/// training thread released it) and calls `callback(done, total)`.
+fn progress_of(callback: Py<PyAny>) -> Progress {
+    Progress::new(move |done, total| {
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (done, total)) {
+                e.write_unraisable(py, None);
+            }
         })
-    }
+    })
 }
 
-#[pymethods]
-impl RegressorCore {
-    /// Builds an unfitted forest. `mode` is "exact", "quadrature" or "fast"; `noise` is
-    /// "thesis", "reference" or a known noise variance; `scaling` and `window` as for the
-    /// classifier.
-    #[new]
-    #[pyo3(signature = (
-        n_trees = 10,
-        min_samples_split = 10,
-        mode = "exact",
-        seed = 0,
-        n_threads = 1,
-        bagging = false,
-        scaling = None,
-        k_cap = 2000.0,
-        gamma2_divisor = 20.0,
-        gamma2 = None,
-        noise = None,
-        theta_estimate = "heuristic",
-        feature_weights = None,
-        calibration = "none",
-        window = None,
-        max_memory = None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_trees: usize,
-        min_samples_split: usize,
-        mode: &str,
-        seed: u64,
-        n_threads: usize,
-        bagging: bool,
-        scaling: Option<&Bound<'_, PyAny>>,
-        k_cap: f64,
-        gamma2_divisor: f64,
-        gamma2: Option<f64>,
-        noise: Option<&Bound<'_, PyAny>>,
-        theta_estimate: &str,
-        feature_weights: Option<&Bound<'_, PyAny>>,
-        calibration: &str,
-        window: Option<usize>,
-        max_memory: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let calibration = Calibration::parse(calibration).map_err(py_err)?;
-        let estimate = match theta_estimate {
-            "heuristic" => Estimate::Heuristic,
-            "marginal_likelihood" => Estimate::MarginalLikelihood,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "theta_estimate must be 'heuristic' or 'marginal_likelihood', not {other:?}"
-                )))
-            }
-        };
-        let mode = match mode {
-            "exact" => PredictionMode::Exact,
-            "quadrature" => PredictionMode::ExactQuadrature,
-            "fast" => PredictionMode::Fast,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "mode must be 'exact', 'quadrature' or 'fast', not {other:?}"
-                )))
-            }
-        };
-        let noise = match noise {
-            None => NoiseRule::Thesis,
-            Some(n) => match n.extract::<f64>() {
-                Ok(v) => NoiseRule::Fixed(v),
-                Err(_) => match n.extract::<String>()?.as_str() {
-                    "thesis" => NoiseRule::Thesis,
-                    "reference" => NoiseRule::Reference,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "noise must be 'thesis', 'reference' or a variance, not {other:?}"
-                        )))
-                    }
-                },
-            },
-        };
-        let params = RegressorParams {
-            n_trees,
-            min_samples_split,
-            mode,
-            hyper: HyperSettings {
-                k_cap,
-                gamma2_divisor,
-                gamma2,
-                noise,
-                estimate,
-                ..Default::default()
-            },
-            seed,
-            n_threads,
-            bagging,
-            scaling: parse_scaling(scaling)?,
-            feature_weights: parse_feature_weights(feature_weights)?,
-            calibration,
-            window,
-            max_memory: parse_memory(max_memory)?,
-        };
-        Ok(Self::wrap(
-            MondrianForestRegressor::new(params).map_err(py_err)?,
-        ))
-    }
+/// A scaling as the Python constructors spell it: None (first batch), "identity" or a
+/// list of (min, max) pairs.
+fn scaling_spec<'py>(py: Python<'py>, scaling: &Scaling) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match scaling {
+        Scaling::FirstBatch => py.None().into_bound(py),
+        Scaling::Identity => PyString::new(py, "identity").into_any(),
+        Scaling::Ranges(r) => r.clone().into_pyobject(py)?.into_any(),
+    })
+}
 
-    /// Predictive means, variances and the between-tree part of the variances: three
-    /// arrays of length n_rows.
-    #[allow(clippy::type_complexity)]
-    fn predict<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<f64>>,
-        Bound<'py, PyArray1<f64>>,
-        Bound<'py, PyArray1<f64>>,
-    )> {
-        let model = &self.inner;
-        let p = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
-        })?;
-        Ok((
-            p.mean.into_pyarray(py),
-            p.variance.into_pyarray(py),
-            p.between_trees.into_pyarray(py),
-        ))
-    }
-
-    /// Central interval at `level` per row, (lower, upper): with `kind` "mixture" from the
-    /// quantiles of the forest's full predictive mixture (recalibrated if calibrated), with
-    /// "gaussian" mean ± z·sd, the Gaussian moment match of that mixture.
-    #[allow(clippy::type_complexity)]
-    fn interval<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        level: f64,
-        kind: &str,
-    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
-        let gaussian = match kind {
-            "mixture" => false,
-            "gaussian" => true,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "kind must be 'mixture' or 'gaussian', not {other:?}"
-                )))
-            }
-        };
-        let model = &self.inner;
-        let (lo, hi) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| if gaussian {
-                model.predict(v, d).and_then(|p| p.interval(level))
-            } else {
-                model.mixture_interval(v, d, level)
-            }))
-            .map_err(py_err)
-        })?;
-        Ok((lo.into_pyarray(py), hi.into_pyarray(py)))
-    }
-
-    /// Predictive mean and variance of one point given as a list of floats.
-    fn predict_one(&self, py: Python<'_>, x: Vec<f64>) -> PyResult<(f64, f64)> {
-        let d = x.len();
-        let model = &self.inner;
-        let p = py.detach(|| model.predict(&x, d)).map_err(py_err)?;
-        Ok((p.mean[0], p.variance[0]))
-    }
-
-    /// The predictive CDF P(Y <= y | x) of the full forest mixture per row (the PIT).
-    fn cdf<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, f64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.pits(py, x, &y)?.into_pyarray(py))
-    }
-
-    /// Recalibrates the intervals from held-out rows (their PITs under this forest).
-    fn calibrate<'py>(
-        &mut self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, f64>,
-    ) -> PyResult<()> {
-        let pits = self.pits(py, x, &y)?;
-        self.inner.set_calibration(Some(pits)).map_err(py_err)
-    }
-
-    /// The sorted PITs that recalibrate the intervals, or None.
-    fn calibration(&self) -> Option<Vec<f64>> {
-        self.inner.calibration().map(<[f64]>::to_vec)
-    }
-
-    /// The mixture probabilities bounding the central interval at `level`.
-    fn interval_probabilities(&self, level: f64) -> PyResult<(f64, f64)> {
-        self.inner.interval_probabilities(level).map_err(py_err)
-    }
-
-    /// log p(y | x) of the full forest mixture per row.
-    fn log_density<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, f64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let y = targets(&y)?;
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.log_density(v, d, &y))).map_err(py_err)
-        })?;
-        Ok(out.into_pyarray(py))
-    }
-
-    /// The hyper-parameters θ in use (after training) as a dict.
-    fn theta<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(t) = self.inner.theta() else {
-            return Ok(None);
-        };
-        let d = PyDict::new(py);
-        d.set_item("mu_h", t.mu_h)?;
-        d.set_item("gamma1", t.gamma1)?;
-        d.set_item("gamma2", t.gamma2)?;
-        d.set_item("noise_var", t.noise_var)?;
-        Ok(Some(d))
-    }
+/// Feature weights as the Python constructors spell them: None (uniform), "relevance:P",
+/// "relevance:cv" or a list of weights.
+fn feature_weights_spec<'py>(
+    py: Python<'py>,
+    weights: &FeatureWeights,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match weights {
+        FeatureWeights::Uniform => py.None().into_bound(py),
+        FeatureWeights::Given(w) => w.clone().into_pyobject(py)?.into_any(),
+        FeatureWeights::Relevance { power } => {
+            PyString::new(py, &format!("relevance:{power}")).into_any()
+        }
+        FeatureWeights::RelevanceCv => PyString::new(py, "relevance:cv").into_any(),
+    })
 }
 
 fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<Bound<'py, PyDict>> {
@@ -515,12 +181,13 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
     Ok(d)
 }
 
-/// The methods every core shares: threads, shape, size, and the library's file format
+/// The methods every core shares: training with or without weights, leaves, more trees,
+/// progress, threads, shape, size, and the library's file format
 /// (which pickling goes through).
 macro_rules! common_methods {
     ($core:ident, $model:ty, $target:ty, $one:ty, $convert:ident) => {
         impl $core {
-            fn wrap(inner: $model) -> Self {
+            pub(crate) fn wrap(inner: $model) -> Self {
                 $core {
                     inner,
                     last_input_address: AtomicUsize::new(0),
@@ -532,15 +199,18 @@ macro_rules! common_methods {
                 py: Python<'_>,
                 x: &Bound<'_, PyAny>,
                 y: &PyReadonlyArray1<'_, $target>,
+                sample_weight: Option<PyReadonlyArray1<'_, f64>>,
                 batch: bool,
             ) -> PyResult<()> {
                 let y = $convert(y)?;
+                let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
                 let model = &mut self.inner;
                 with_features(x, &self.last_input_address, |f, _, d| {
-                    each_precision!(f, v => py.detach(|| if batch {
-                        model.fit(v, d, &y)
-                    } else {
-                        model.partial_fit(v, d, &y)
+                    each_precision!(f, v => py.detach(|| match (batch, &w) {
+                        (true, None) => model.fit(v, d, &y),
+                        (true, Some(w)) => model.fit_weighted(v, d, &y, w),
+                        (false, None) => model.partial_fit(v, d, &y),
+                        (false, Some(w)) => model.partial_fit_weighted(v, d, &y, w),
                     }))
                     .map_err(py_err)
                 })
@@ -550,31 +220,84 @@ macro_rules! common_methods {
         #[pymethods]
         impl $core {
             /// Batch training on a C-contiguous float64/float32 matrix and its targets
-            /// (int64 class indices or float64 values).
+            /// (int64 class indices or float64 values), with optional float64 sample
+            /// weights (integer weight k counts as k copies of the row).
+            #[pyo3(signature = (x, y, sample_weight = None))]
             fn fit(
                 &mut self,
                 py: Python<'_>,
                 x: &Bound<'_, PyAny>,
                 y: PyReadonlyArray1<'_, $target>,
+                sample_weight: Option<PyReadonlyArray1<'_, f64>>,
             ) -> PyResult<()> {
-                self.train(py, x, &y, true)
+                self.train(py, x, &y, sample_weight, true)
             }
 
-            /// Online training on a mini-batch, in row order.
+            /// Online training on a mini-batch, in row order, with optional sample
+            /// weights.
+            #[pyo3(signature = (x, y, sample_weight = None))]
             fn partial_fit(
                 &mut self,
                 py: Python<'_>,
                 x: &Bound<'_, PyAny>,
                 y: PyReadonlyArray1<'_, $target>,
+                sample_weight: Option<PyReadonlyArray1<'_, f64>>,
             ) -> PyResult<()> {
-                self.train(py, x, &y, false)
+                self.train(py, x, &y, sample_weight, false)
             }
 
-            /// Online training on one point given as a list of floats.
-            fn partial_fit_one(&mut self, py: Python<'_>, x: Vec<f64>, y: $one) -> PyResult<()> {
+            /// Online training on one point given as a list of floats, with an optional
+            /// sample weight.
+            #[pyo3(signature = (x, y, weight = None))]
+            fn partial_fit_one(
+                &mut self,
+                py: Python<'_>,
+                x: Vec<f64>,
+                y: $one,
+                weight: Option<f64>,
+            ) -> PyResult<()> {
                 let d = x.len();
                 let model = &mut self.inner;
-                py.detach(|| model.partial_fit(&x, d, &[y])).map_err(py_err)
+                py.detach(|| match weight {
+                    None => model.partial_fit(&x, d, &[y]),
+                    Some(w) => model.partial_fit_weighted(&x, d, &[y], &[w]),
+                })
+                .map_err(py_err)
+            }
+
+            /// The leaf each row reaches in each tree, `n_rows × n_trees` int64 node
+            /// ids; -1 for a tree that holds no point.
+            fn apply<'py>(
+                &self,
+                py: Python<'py>,
+                x: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArray2<i64>>> {
+                let model = &self.inner;
+                let (leaves, n) = with_features(x, &self.last_input_address, |f, n, d| {
+                    let l = each_precision!(f, v => py.detach(|| model.apply(v, d)));
+                    Ok((l.map_err(py_err)?, n))
+                })?;
+                let m = self.inner.params().n_trees;
+                let ids: Vec<i64> = leaves
+                    .into_iter()
+                    .map(|l| if l == NO_LEAF { -1 } else { i64::from(l) })
+                    .collect();
+                ids.into_pyarray(py).reshape([n, m])
+            }
+
+            /// Grows `n_more` trees on the points the model holds and adds them (warm
+            /// start); the others are unchanged.
+            fn add_trees(&mut self, py: Python<'_>, n_more: usize) -> PyResult<()> {
+                let model = &mut self.inner;
+                py.detach(|| model.add_trees(n_more)).map_err(py_err)
+            }
+
+            /// Calls `callback(done, total)` as groups of trees finish a training pass
+            /// (from worker threads, taking the GIL); None removes it. An exception the
+            /// callback raises is reported as unraisable and training goes on.
+            #[pyo3(signature = (callback = None))]
+            fn set_progress(&mut self, callback: Option<Py<PyAny>>) {
+                self.inner.set_progress(callback.map(progress_of));
             }
 
             /// Worker threads for training and prediction (0: every core). Never changes
@@ -711,14 +434,52 @@ macro_rules! common_methods {
     };
 }
 
-common_methods!(ClassifierCore, MondrianForestClassifier, i64, usize, labels);
-common_methods!(RegressorCore, MondrianForestRegressor, f64, f64, targets);
+mod classifier;
+mod regressor;
+
+/// What `load_any` returns: the kind ("classifier" or "regressor"), the core, the label
+/// value of each class (CLI files) and the feature names (CLI files of named data).
+type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
+
+/// Reads a model file of any kind the library writes (a core's `save`, the library's
+/// `Persistent::save`, `mondrian train --model`), by the kind its header names.
+#[pyfunction]
+fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
+    use classifier::ClassifierCore;
+    use mondrian::described::AnyModel;
+    use regressor::RegressorCore;
+    let model = py.detach(|| AnyModel::load(&path)).map_err(|e| match e {
+        MondrianError::Io(io) => {
+            PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
+        }
+        other => py_err(other),
+    })?;
+    Ok(match model {
+        AnyModel::Classifier(m) => {
+            let core = Py::new(py, ClassifierCore::wrap(m))?.into_any();
+            ("classifier", core, None, Vec::new())
+        }
+        AnyModel::Regressor(m) => {
+            let core = Py::new(py, RegressorCore::wrap(m))?.into_any();
+            ("regressor", core, None, Vec::new())
+        }
+        AnyModel::DescribedClassifier(f) => {
+            let core = Py::new(py, ClassifierCore::wrap(f.forest))?.into_any();
+            ("classifier", core, Some(f.classes), f.feature_names)
+        }
+        AnyModel::DescribedRegressor(f) => {
+            let core = Py::new(py, RegressorCore::wrap(f.forest))?.into_any();
+            ("regressor", core, None, f.feature_names)
+        }
+    })
+}
 
 /// The compiled core of `mondrian_ml`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ClassifierCore>()?;
-    m.add_class::<RegressorCore>()?;
+    m.add_class::<classifier::ClassifierCore>()?;
+    m.add_class::<regressor::RegressorCore>()?;
+    m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -109,3 +109,114 @@ def test_bad_dicts_are_refused_and_change_nothing():
         clf.predict_one({"b": 0.3})
     assert clf.classes_.tolist() == [0, 1]
     assert clf.predict_proba_one({"a": 0.5, "b": 0.5}) == before
+
+
+# ---------------------------------------------------------------------------- river faces
+# mondrian_ml.river holds river.base.Classifier / Regressor subclasses over the same core,
+# which pass river's own estimator checks (cloning, mutation, parameters, tags, memory,
+# emerging and disappearing features, pickling, seeding), each check a test here.
+
+from river import checks  # noqa: E402
+
+from mondrian_ml import river as faces  # noqa: E402
+
+FACES = [
+    faces.MondrianForestClassifier(),
+    faces.MondrianForestClassifier(n_estimators=10, window=50, bagging=True),
+    faces.MondrianForestRegressor(),
+    faces.MondrianForestRegressor(mode="exact", window=50),
+]
+
+
+def _river_checks():
+    for i, model in enumerate(FACES):
+        for check in checks.yield_checks(model):
+            if check.__name__ in model._unit_test_skips():
+                continue
+            yield pytest.param(model, check, id=f"{type(model).__name__}{i}-{check.__name__}")
+
+
+@pytest.mark.parametrize("model,check", list(_river_checks()))
+def test_river_estimator_checks(model, check):
+    check(model.clone())
+
+
+def test_faces_are_river_estimators_and_skip_nothing():
+    assert isinstance(faces.MondrianForestClassifier(), base.Classifier)
+    assert isinstance(faces.MondrianForestRegressor(), base.Regressor)
+    for model in FACES:
+        assert model._unit_test_skips() == set()
+    assert faces.MondrianForestClassifier(seed=3).clone()._get_params()["seed"] == 3
+
+
+def _phishing(n):
+    return list(datasets.Phishing().take(n))
+
+
+def test_classifier_face_is_the_scikit_learn_model_with_sorted_features():
+    # On complete dicts the face hands the rows, in sorted feature order, to the estimator
+    # of mondrian_ml: the same seed gives the same probabilities to the last bit.
+    data = _phishing(300)
+    face = faces.MondrianForestClassifier(n_estimators=12, seed=3)
+    plain = MondrianForestClassifier(n_estimators=12, random_state=3)
+    for x, y in data:
+        face.learn_one(x, y)
+        plain.learn_one({k: x[k] for k in sorted(x)}, y)
+    for x, _ in data[:50]:
+        assert face.predict_proba_one(x) == plain.predict_proba_one(x)
+    assert face.forest_.feature_names_in_.tolist() == sorted(data[0][0])
+
+
+def test_key_order_does_not_matter():
+    data = _phishing(200)
+    a = faces.MondrianForestClassifier(n_estimators=8, seed=1)
+    b = faces.MondrianForestClassifier(n_estimators=8, seed=1)
+    for x, y in data:
+        a.learn_one(x, y)
+        b.learn_one(dict(reversed(list(x.items()))), y)
+    for x, _ in data[:40]:
+        assert a.predict_proba_one(x) == b.predict_proba_one(x)
+
+
+def test_missing_features_take_the_mean_and_unknown_ones_are_ignored():
+    rng = np.random.default_rng(2)
+    model = faces.MondrianForestRegressor(n_estimators=6, seed=0)
+    seen_b = []
+    for i in range(120):
+        a, b = rng.random(2)
+        x = {"a": a, "b": b}
+        if i % 3 == 0:
+            del x["b"]  # learnt with b filled by the mean of the b's learnt so far
+        else:
+            seen_b.append(b)
+        model.learn_one(x, a + b)
+    mean_b = sum(seen_b) / len(seen_b)
+    assert model.predict_one({"a": 0.3}) == model.predict_one({"a": 0.3, "b": mean_b})
+    assert model.predict_one({"a": 0.3, "b": 0.1, "new": 5.0}) == model.predict_one(
+        {"a": 0.3, "b": 0.1}
+    )
+    mean, std = model.predict_std_one({"a": 0.3, "b": 0.1})
+    assert mean == model.predict_one({"a": 0.3, "b": 0.1}) and std > 0
+
+
+def test_ranges_name_the_features_and_fill_before_any_value():
+    model = faces.MondrianForestClassifier(
+        n_estimators=5, seed=0, feature_ranges={"b": (0.0, 2.0), "a": (0.0, 1.0)}
+    )
+    model.learn_one({"a": 0.2, "z": 9.0}, 0)  # z is not a feature; b takes its range's middle
+    model.learn_one({"a": 0.9, "b": 1.5}, 1)
+    assert model.forest_.feature_names_in_.tolist() == ["a", "b"]
+    np.testing.assert_array_equal(model.forest_._core.point_ids(), [0, 1])
+    assert model.predict_proba_one({"a": 0.2}) == model.predict_proba_one({"a": 0.2, "b": 1.5})
+    assert model._raw_memory_usage > 0
+
+
+def test_face_progressive_validation_beside_amf():
+    ours = evaluate.progressive_val_score(
+        datasets.Phishing(), faces.MondrianForestClassifier(n_estimators=10, seed=0),
+        metrics.Accuracy(),
+    )
+    amf = evaluate.progressive_val_score(
+        datasets.Phishing(), forest.AMFClassifier(n_estimators=10, seed=0), metrics.Accuracy()
+    )
+    assert ours.get() > amf.get() - 0.05

@@ -83,6 +83,24 @@ pub enum MondrianError {
         /// Labels given.
         n_labels: usize,
     },
+    /// Sample weights and rows disagree in length.
+    #[error("{n_rows} feature rows but {n_weights} sample weights")]
+    SampleWeightLength {
+        /// Rows of features.
+        n_rows: usize,
+        /// Weights given.
+        n_weights: usize,
+    },
+    /// A sample weight is negative, NaN, infinite or too large.
+    #[error("row {row}: sample weight {value} is not a number from 0 to {max}")]
+    InvalidSampleWeight {
+        /// 0-based row index within the call.
+        row: usize,
+        /// The offending value.
+        value: f64,
+        /// Largest weight allowed.
+        max: f64,
+    },
     /// A label is outside the declared classes.
     #[error(
         "row {row}: label {label} is not one of the {n_classes} declared classes (0 to {})",

@@ -10,6 +10,9 @@
 //! * [`MondrianForestRegressor`]: Mondrian forest regression with predictive uncertainty
 //!   (Lakshminarayanan, Roy & Teh 2016; spec `mf-regression.md`).
 //!
+//! Models save and load through [`Persistent`]; [`described`] adds files that keep the
+//! data's label values and feature names, and reads a file of any kind.
+//!
 //! Trees grow by batch sampling or point by point with the same distribution, and shed
 //! points by exact deletion ([`tree::MondrianTree::delete`]), so every model can keep a
 //! sliding window of its last W points or [`forget`](model::Forget) given ones and stay
@@ -33,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod data;
+pub mod described;
 pub mod error;
 pub mod forest;
 pub mod memory;
@@ -51,7 +55,7 @@ pub use data::{
 pub use error::{MondrianError, Result};
 pub use forest::{
     Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
-    MondrianForestRegressor, RegressionPrediction, RegressorParams,
+    MondrianForestRegressor, Progress, RegressionPrediction, RegressorParams,
 };
 pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};

@@ -1,5 +1,6 @@
 //! What every model offers, as traits: parameters checked once into [`Checked`], training
-//! in batch ([`Fit`]) and online ([`PartialFit`]), prediction ([`Predict`]), and forgetting
+//! in batch ([`Fit`]) and online ([`PartialFit`]), with sample weights ([`WeightedFit`]),
+//! prediction ([`Predict`]), and forgetting
 //! ([`Forget`]: exact removal of training points, and the points a model holds).
 //!
 //! The models also have these operations as inherent methods, so a caller needs the traits
@@ -90,6 +91,29 @@ pub trait Fit<T: FeatureValue>: Model {
 pub trait PartialFit<T: FeatureValue>: Model {
     /// Trains on more rows (one or a mini-batch).
     fn partial_fit(&mut self, x: &[T], n_features: usize, y: &[Self::Target]) -> Result<()>;
+}
+
+/// Training with a sample weight per row (see
+/// [`MondrianForestClassifier::fit_weighted`](crate::MondrianForestClassifier::fit_weighted)):
+/// a row of integer weight k counts as k copies of the row, a row of weight 0 is not
+/// learnt, a fractional weight is rounded at random per tree, without bias.
+pub trait WeightedFit<T: FeatureValue>: Fit<T> + PartialFit<T> {
+    /// [`Fit::fit`] with sample weights.
+    fn fit_weighted(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[Self::Target],
+        sample_weight: &[f64],
+    ) -> Result<()>;
+    /// [`PartialFit::partial_fit`] with sample weights.
+    fn partial_fit_weighted(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[Self::Target],
+        sample_weight: &[f64],
+    ) -> Result<()>;
 }
 
 /// Prediction for any rows of the model's width.

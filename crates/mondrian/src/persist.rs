@@ -20,7 +20,9 @@ use crate::error::{MondrianError, Result};
 
 const MAGIC: &[u8; 8] = b"MONDRIAN";
 /// Version of the on-disk format written by this build (11: the header carries its own
-/// checksum, the thread count is not saved; 10: trees keep free lists of the
+/// checksum and the payload's encoding (compact models are compressed), the thread count
+/// is not saved, the point store keeps sample weights, trees record whether they are
+/// compact; 10: trees keep free lists of the
 /// nodes, boxes and point sets deletion released; 9: on wide data a node over a few
 /// points names them instead of storing its box; 8: a leaf keeps up to two point
 /// ids in its record, only longer point lists are kept apart; 7: a node's box slot and

@@ -4,35 +4,25 @@
 use std::path::Path;
 use std::time::Instant;
 
+use mondrian::described::DescribedClassifier;
 use mondrian::metrics::{accuracy, argmax, log_loss};
 use mondrian::{
     BranchCounts, ClassifierParams, ForestSummary, MondrianError, MondrianForestClassifier,
-    RelevanceChoice,
+    Persistent, RelevanceChoice,
 };
-use serde::{Deserialize, Serialize};
 
 use super::forest::{
     training_scaling, BranchArg, EvalArgs, ForestArgs, PredictArgs, Task, TrainArgs,
 };
 use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{
-    held_text, lifetime_text, print_features, save_model, timed_training, with_summary, CliError,
-    ModelFile,
+    check_names, held_text, lifetime_text, names_to_keep, print_features, save_model,
+    timed_training, with_summary, CliError, ModelFile,
 };
 use crate::io::{integer_labels, read_dataset, read_features, Dataset};
 
 /// The classification task.
 pub(crate) struct Classify;
-
-/// What `mondrian train` saves: the forest plus the original label values of its classes.
-#[derive(Serialize, Deserialize)]
-struct SavedClassifier {
-    classes: Vec<i64>,
-    feature_names: Vec<String>,
-    forest: MondrianForestClassifier,
-}
-
-const SAVED_KIND: &str = "mondrian-cli-classifier";
 
 /// A labelled file with its labels mapped to class indices.
 pub(crate) struct Labelled {
@@ -201,24 +191,8 @@ pub(crate) fn save(
     data: &Dataset,
     path: &Path,
 ) -> Result<(), CliError> {
-    let saved = SavedClassifier {
-        classes: values.to_vec(),
-        feature_names: data.feature_names.clone(),
-        forest,
-    };
-    let encoding = mondrian::Persistent::encoding(&saved.forest);
-    save_model(&saved, SAVED_KIND, encoding, path)
-}
-
-/// A saved classifier, checked against its own class list.
-fn load(model: ModelFile) -> Result<SavedClassifier, CliError> {
-    let saved: SavedClassifier = mondrian::persist::load_whole(SAVED_KIND, model)?;
-    if saved.classes.len() != saved.forest.n_classes() {
-        return Err(
-            MondrianError::CorruptModel("class list does not match the model".into()).into(),
-        );
-    }
-    Ok(saved)
+    let saved = DescribedClassifier::new(forest, values.to_vec(), names_to_keep(data))?;
+    save_model(&saved, DescribedClassifier::KIND, saved.encoding(), path)
 }
 
 /// `stream`'s classifier: the file, its classes, the forest and which classes it has learnt.
@@ -374,7 +348,8 @@ impl Task for Classify {
     /// Class labels, or with `--proba` one probability column per class.
     fn predict(&self, model: ModelFile, args: &PredictArgs) -> Result<String, CliError> {
         // Loaded first: a file that is no model at all says so before any flag is refused.
-        let mut saved = load(model)?;
+        let mut saved: DescribedClassifier =
+            mondrian::persist::load_whole(DescribedClassifier::KIND, model)?;
         if args.interval.is_some() {
             return Err(CliError::Usage(format!(
                 "--interval needs a regression model, but {} holds a classification model \
@@ -385,6 +360,7 @@ impl Task for Classify {
         saved.forest.set_n_threads(args.threads);
         let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
         let data = read_features(&args.input, d)?;
+        check_names(&saved.feature_names, &data, &args.input, args.ignore_names)?;
         let mut text = String::new();
         if args.proba {
             let p = saved.forest.predict_proba(&data.x, d)?;

@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use mondrian::{FeatureWeights, Scaling};
+use mondrian::described::DescribedRegressor;
+use mondrian::{FeatureWeights, Persistent, Scaling};
 
 use super::classify::Classify;
-use super::regress::{self, Regress};
+use super::regress::Regress;
 use super::stream::{StreamArgs, Streamer};
 use super::{read_model, write_output, CliError, ModelFile};
 use crate::io::Dataset;
@@ -40,7 +41,7 @@ fn task_of_model(model: &mut ModelFile) -> &'static dyn Task {
     // The header sits in the reader's first buffer: peek at it without consuming.
     let head = model.fill_buf().unwrap_or(&[]);
     match mondrian::persist::kind_of(head) {
-        Some(kind) if kind == regress::SAVED_KIND => &Regress,
+        Some(kind) if kind == DescribedRegressor::KIND => &Regress,
         _ => &Classify,
     }
 }
@@ -116,6 +117,11 @@ pub(crate) struct PredictArgs {
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub(crate) threads: usize,
+    /// Predict by column position even when the input's header names other columns than
+    /// the training file's (by default that is an error naming the first column that
+    /// differs).
+    #[arg(long)]
+    pub(crate) ignore_names: bool,
 }
 
 #[derive(Args)]

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::{MondrianError, RelevanceChoice};
 use serde::Serialize;
 
-use crate::io::DataError;
+use crate::io::{DataError, Dataset};
 
 /// Why a command failed; `main` prints it and exits with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +62,44 @@ pub(crate) fn save_model<T: Serialize>(
         },
         other => other.into(),
     })
+}
+
+/// The feature names a model file keeps for `data`: its columns' names if the file named
+/// them (a CSV header), none otherwise (LIBSVM), so that `predict` checks only real names.
+pub(crate) fn names_to_keep(data: &Dataset) -> Vec<String> {
+    match data.named {
+        true => data.feature_names.clone(),
+        false => Vec::new(),
+    }
+}
+
+/// Refuses prediction input whose column names differ from those of the training file
+/// (`trained`, empty if it named none), naming the first column that differs; input
+/// without names (LIBSVM) and `--ignore-names` pass.
+pub(crate) fn check_names(
+    trained: &[String],
+    input: &Dataset,
+    path: &Path,
+    ignore: bool,
+) -> Result<(), CliError> {
+    if ignore || trained.is_empty() || !input.named {
+        return Ok(());
+    }
+    match trained
+        .iter()
+        .zip(&input.feature_names)
+        .position(|(a, b)| a != b)
+    {
+        Some(j) => Err(CliError::Usage(format!(
+            "{}: column {} is `{}`, but the model was trained with `{}` there; the columns \
+             must be the training file's, in its order (--ignore-names predicts by position)",
+            path.display(),
+            j + 1,
+            input.feature_names[j],
+            trained[j]
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The bytes of a model file; the task that reads them checks them.

@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
+use mondrian::described::DescribedRegressor;
 use mondrian::{
     Calibration, Estimate, ForestSummary, HyperSettings, MondrianError, MondrianForestRegressor,
-    PredictionMode, RegressorParams, RelevanceChoice,
+    Persistent, PredictionMode, RegressorParams, RelevanceChoice,
 };
-use serde::{Deserialize, Serialize};
 
 use super::forest::{
     training_scaling, CalibrationArg, EvalArgs, ForestArgs, ModeArg, ModelArgs, PredictArgs, Task,
@@ -16,21 +16,13 @@ use super::forest::{
 };
 use super::stream::{Held, Metric, Score, StreamArgs, Streamer};
 use super::{
-    held_text, print_features, save_model, timed_training, with_summary, CliError, ModelFile,
+    check_names, held_text, names_to_keep, print_features, save_model, timed_training,
+    with_summary, CliError, ModelFile,
 };
 use crate::io::{read_dataset, read_features, Dataset};
 
 /// The regression task.
 pub(crate) struct Regress;
-
-/// What `mondrian train --task regression` saves.
-#[derive(Serialize, Deserialize)]
-struct SavedRegressor {
-    feature_names: Vec<String>,
-    forest: MondrianForestRegressor,
-}
-
-pub(crate) const SAVED_KIND: &str = "mondrian-cli-regressor";
 
 /// Refuses the flags that only mean something for a classification forest and that the
 /// regressor would otherwise ignore.
@@ -140,12 +132,8 @@ fn train_forest(
 
 /// Saves `forest`, trained on `data`, to `path` in the file `predict` reads.
 fn save(forest: MondrianForestRegressor, data: &Dataset, path: &Path) -> Result<(), CliError> {
-    let saved = SavedRegressor {
-        feature_names: data.feature_names.clone(),
-        forest,
-    };
-    let encoding = mondrian::Persistent::encoding(&saved.forest);
-    save_model(&saved, SAVED_KIND, encoding, path)
+    let saved = DescribedRegressor::new(forest, names_to_keep(data))?;
+    save_model(&saved, DescribedRegressor::KIND, saved.encoding(), path)
 }
 
 /// `stream`'s regressor and the file it learns.
@@ -356,10 +344,12 @@ impl Task for Regress {
                 args.model.display()
             )));
         }
-        let mut saved: SavedRegressor = mondrian::persist::load_whole(SAVED_KIND, model)?;
+        let mut saved: DescribedRegressor =
+            mondrian::persist::load_whole(DescribedRegressor::KIND, model)?;
         saved.forest.set_n_threads(args.threads);
         let d = saved.forest.n_features().ok_or(MondrianError::NotFitted)?;
         let data = read_features(&args.input, d)?;
+        check_names(&saved.feature_names, &data, &args.input, args.ignore_names)?;
         let p = saved.forest.predict(&data.x, d)?;
         let std = p.std();
         let mut text = String::from("mean,std");

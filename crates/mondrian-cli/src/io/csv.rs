@@ -264,6 +264,7 @@ pub(super) fn parse(path: &Path, data: &[u8], mode: Mode) -> Result<Dataset, Dat
         n_features,
         labels,
         feature_names,
+        named: true,
     })
 }
 

@@ -202,6 +202,7 @@ pub(super) fn parse(path: &Path, data: &[u8], hint: Option<usize>) -> Result<Dat
         n_features: width,
         labels,
         feature_names: (0..width).map(|i| format!("x{i}")).collect(),
+        named: false,
     })
 }
 

@@ -34,6 +34,9 @@ pub struct Dataset {
     /// Feature names: the CSV header (without the label column), or `x0, x1, ...`
     /// for LIBSVM.
     pub feature_names: Vec<String>,
+    /// Whether the file named its features (a CSV header), rather than the names being
+    /// made up (LIBSVM).
+    pub named: bool,
 }
 
 impl Dataset {

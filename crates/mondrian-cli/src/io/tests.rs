@@ -585,6 +585,7 @@ fn err_non_integer_label_names_line() {
         n_features: 1,
         labels: vec![1.0, f64::NAN],
         feature_names: vec!["a".into()],
+        named: true,
     };
     let e = integer_labels(&ds, &tmp_path("gone.csv")).unwrap_err();
     assert_error!(

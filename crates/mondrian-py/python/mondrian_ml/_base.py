@@ -3,21 +3,56 @@ state, river dict handling and persistence."""
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import operator
 import os
+import sys
+import warnings
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 _FLOATS = [np.float64, np.float32]
+_CHECKS_ALL_ZERO = "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters
 # The core takes counts and ids as unsigned 64-bit integers.
 _UNSIGNED_LIMIT = 1 << 64
 
 
 def _is_integer(v):
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+class _Progress:
+    """The display of ``verbose=``: a tqdm bar when tqdm is installed, else a plain line to
+    stderr per report. It is the core's progress callback: called with (trees done, trees
+    in the pass) from the worker threads, which take the GIL to call it."""
+
+    def __init__(self, what, total):
+        self._what = what
+        self._total = total
+        self._done = 0
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self._bar = None
+        else:
+            self._bar = tqdm(total=total, desc=what, unit="tree", file=sys.stderr)
+
+    def __call__(self, done, total):
+        # Two groups of trees may report out of order: show the largest count.
+        if done <= self._done:
+            return
+        step, self._done = done - self._done, done
+        if self._bar is not None:
+            self._bar.update(step)
+        else:
+            print(f"{self._what}: {done}/{total} trees", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
 
 
 class _MondrianBase:
@@ -63,6 +98,67 @@ class _MondrianBase:
             v = getattr(self, name)
             if not isinstance(v, str):
                 raise ValueError(f"{name} must be a string, got {v!r}")
+
+    def _train(self, core, call, total):
+        """Runs ``call()`` (a training call of ``core`` over ``total`` trees) behind the
+        progress display when ``verbose`` is on."""
+        verbose = self.verbose
+        if not isinstance(verbose, (numbers.Integral, np.bool_)) or verbose < 0:
+            raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}")
+        if not verbose:
+            return call()
+        display = _Progress(f"{type(self).__name__}", total)
+        core.set_progress(display)
+        try:
+            return call()
+        finally:
+            core.set_progress(None)
+            display.close()
+
+    def _sample_weight(self, sample_weight, X, *, streaming=False):
+        """``sample_weight`` as a float64 array (None stays None); negative, NaN or
+        infinite weights are refused here, as the library refuses them. A batch of a
+        stream may weigh 0 throughout (its rows are only counted); ``fit`` may not."""
+        if sample_weight is None:
+            return None
+        # scikit-learn before 1.7 has no such check (and no argument to skip it).
+        zeros = {"allow_all_zero_weights": streaming} if _CHECKS_ALL_ZERO else {}
+        sw = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True, **zeros
+        )
+        return np.ascontiguousarray(sw, dtype=np.float64)
+
+    def _warm_start(self, X):
+        """With ``warm_start`` on a fitted model, ``fit`` grows the trees ``n_estimators``
+        adds on the points the model holds (X is only checked against the model)."""
+        validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        self._check_types(counts=("n_estimators",))
+        core = self._core_for_use()
+        have = core.params()["n_estimators"]
+        want = int(self.n_estimators)
+        if want < have:
+            raise ValueError(
+                f"n_estimators={want} must be at least the {have} trees of the fitted forest "
+                "when warm_start=True"
+            )
+        if want == have:
+            warnings.warn(
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return self
+        self._train(core, lambda: core.add_trees(want - have), want - have)
+        return self
+
+    def apply(self, X):
+        """The leaf each row reaches in each tree: int64 node ids of shape (n_samples,
+        n_estimators), as scikit-learn's forests give; -1 where a tree holds no point
+        (``bagging`` can leave a tree without one). Rows in the same leaf of a tree share
+        its id."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        return self._core_for_use().apply(X)
 
     def _window(self):
         return None if self.window is None else int(self.window)
@@ -275,9 +371,28 @@ class _MondrianBase:
         self._core.compact()
         return self
 
+    @classmethod
+    def _from_core(cls, core, names=None):
+        """An estimator around a loaded core: its parameters are the core's, its feature
+        names ``names`` (a list of str, or None)."""
+        params = dict(core.params())
+        threads = params.pop("n_threads")
+        params.pop("n_classes", None)
+        params["n_jobs"] = -1 if threads == 0 else (None if threads == 1 else threads)
+        est = cls(**params)
+        est._core = core
+        names = list(names) if names else None
+        est._river_names = names
+        if core.n_features is not None:
+            est.n_features_in_ = core.n_features
+            if names is not None:
+                est.feature_names_in_ = np.asarray(names, dtype=object)
+        return est
+
     def save(self, path):
         """Saves the forest in the library's file format (the same as the Rust
-        ``MondrianForestClassifier::save``). Labels and feature names are not part of that
-        format; use pickle to keep the whole estimator."""
+        ``MondrianForestClassifier::save``), which :func:`mondrian_ml.load` reads back.
+        Labels and feature names are not part of that format (``load`` gives classes 0 to
+        K − 1); use pickle to keep the whole estimator."""
         check_is_fitted(self)
         self._core.save(os.fspath(path))

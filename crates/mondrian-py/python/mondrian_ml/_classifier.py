@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -85,6 +86,21 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         deleted exactly, so the forest is distributed as one trained in a batch on the last
         ``window`` points, and its memory stays bounded however long the stream. ``fit``
         on more rows keeps their last ``window``. ``None`` keeps every point.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied into the sample weights: a dict label → weight
+        (labels it does not name weigh 1), or ``"balanced"``, n_samples / (n_classes ·
+        count of the class) from the ``y`` of ``fit``. ``partial_fit`` and ``learn_one``
+        take a dict only (a stream has no class counts to balance by).
+    warm_start : bool, default=False
+        When the model is fitted, ``fit`` grows the trees that a larger ``n_estimators``
+        adds, on the points the model holds (those of the earlier ``fit`` and
+        ``partial_fit`` calls, with their weights; the X and y given are only checked
+        against the model), and leaves the others as they are. Tree t is seeded by
+        (``random_state``, t), so after a single ``fit`` the forest is the one a fit with
+        the larger ``n_estimators`` gives.
+    verbose : int, default=0
+        Above 0, ``fit`` shows its progress in trees: a tqdm bar when tqdm is installed,
+        else a line on stderr per group of trees done.
     n_jobs : int, default=None
         Threads for training and prediction: ``None`` means 1, ``-1`` every core. The
         fitted model is the same whatever the number.
@@ -102,6 +118,8 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         Class labels, in the order of the columns of :meth:`predict_proba`. ``fit`` sorts
         them; later labels from ``partial_fit`` or ``learn_one`` are appended in the order
         they first appear.
+    n_classes_ : int
+        Number of classes, ``len(classes_)``.
     n_features_in_ : int
         Number of features seen in the first training call.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -123,6 +141,16 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
     A label that never appeared before may arrive in ``partial_fit`` (unless ``classes``
     were declared in the first call) or in ``learn_one``: the trees give it a zero count
     everywhere and the smoothing prior spreads over the larger set of classes.
+
+    Sample weights (``sample_weight=``, ``class_weight``) count copies: a row of integer
+    weight k is exactly k copies of the row (every tree holds it k times; with ``bagging``
+    a tree takes Poisson(k) copies, as k copies would each take Poisson(1)). A row of
+    weight 0 is not learnt and does not move the scaling, but keeps its id, so ids stay
+    row numbers. A fractional weight w is rounded at random per tree, to ⌊w⌋ + 1 with
+    probability w − ⌊w⌋ (unbiased, seeded by ``random_state``; Poisson(w) with bagging).
+    Negative, NaN, infinite weights and weights above 2**20 are refused. A tree keeps a
+    point's copies, so memory grows with the sum of the weights, and ``forget`` removes all
+    of a point's copies.
 
     Examples
     --------
@@ -151,6 +179,9 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         feature_ranges=None,
         feature_weights=None,
         window=None,
+        class_weight=None,
+        warm_start=False,
+        verbose=0,
         n_jobs=None,
         random_state=None,
         max_memory=None,
@@ -165,6 +196,9 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self.feature_ranges = feature_ranges
         self.feature_weights = feature_weights
         self.window = window
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.verbose = verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.max_memory = max_memory
@@ -175,7 +209,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         self._check_types(
             counts=("n_estimators", "min_samples_split", "window"),
             reals=("lifetime", "discount_factor"),
-            flags=("bagging", "pause_on_pure"),
+            flags=("bagging", "pause_on_pure", "warm_start"),
             strings=("branch_counts",),
         )
         return ClassifierCore(
@@ -218,28 +252,50 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         index = self._label_index
         return np.fromiter((index[label] for label in y.tolist()), np.int64, len(y))
 
+    def _weights(self, X, y, sample_weight, *, streaming):
+        """The sample weights of a training call: ``sample_weight`` times the class
+        weights (None when neither is given)."""
+        sw = self._sample_weight(sample_weight, X, streaming=streaming)
+        cw = self.class_weight
+        if cw is None:
+            return sw
+        if isinstance(cw, str) and streaming:
+            raise ValueError(
+                f"class_weight={cw!r} needs the class counts of a whole data set, which "
+                "partial_fit and learn_one do not have; give a dict (for instance from "
+                "sklearn.utils.class_weight.compute_class_weight on a sample)"
+            )
+        weights = compute_sample_weight(cw, y)
+        return weights if sw is None else np.ascontiguousarray(sw * weights)
+
     # ------------------------------------------------------------------ scikit-learn
 
-    def fit(self, X, y):
-        """Trains a new forest on ``X`` (n_samples, n_features) and labels ``y``.
+    def fit(self, X, y, sample_weight=None):
+        """Trains a new forest on ``X`` (n_samples, n_features) and labels ``y``, each row
+        with its ``sample_weight`` (see Notes) if given.
 
-        Any previous training is discarded. The feature scaling is fitted on ``X`` unless
-        ``feature_ranges`` is given.
+        Any previous training is discarded (unless ``warm_start`` grows more trees on a
+        fitted model). The feature scaling is fitted on ``X`` (the rows of positive weight)
+        unless ``feature_ranges`` is given.
         """
+        if self.warm_start and self.__sklearn_is_fitted__():
+            return self._warm_start(X)
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C")
         check_classification_targets(y)
+        sw = self._weights(X, y, sample_weight, streaming=False)
         classes, y_index = np.unique(y, return_inverse=True)
         # The classes are not declared: later partial_fit / learn_one calls may add labels
         # (appended to classes_), as after a first partial_fit without `classes`.
         core = self._new_core()
-        core.fit(X, y_index.astype(np.int64, copy=False))
+        y_index = y_index.astype(np.int64, copy=False)
+        self._train(core, lambda: core.fit(X, y_index, sw), int(self.n_estimators))
         self._core = core
         self._declared_classes = False
         self._river_names = self._fitted_names()
         self._set_classes(classes)
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Extends the forest online with a mini-batch.
 
         The trees keep the law of batch training on everything seen so far. A batch at
@@ -255,10 +311,13 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         classes : array-like, default=None
             All labels the stream will contain, if known, in the first call. Without it,
             new labels may appear in any call.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row (see Notes), times ``class_weight`` (a dict) if given.
         """
         first = not self.__sklearn_is_fitted__()
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", reset=first)
         check_classification_targets(y)
+        sw = self._weights(X, y, sample_weight, streaming=True)
         if first:
             if classes is not None:
                 classes = np.unique(classes)
@@ -269,7 +328,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             self._river_names = self._fitted_names()
             self._set_classes(np.unique(y) if classes is None else np.unique(classes))
             y_index = self._encode(y)
-            core.partial_fit(X, y_index)
+            core.partial_fit(X, y_index, sw)
             self._core = core
             return self
         if classes is not None and not (
@@ -281,7 +340,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         classes_before = self.classes_
         y_index = self._encode(y)
         try:
-            self._core_for_use().partial_fit(X, y_index)
+            self._core_for_use().partial_fit(X, y_index, sw)
         except BaseException:
             self._set_classes(classes_before)
             raise
@@ -293,15 +352,27 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
         return self._core_for_use().predict_proba(X)
 
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (the label smoothing keeps every probability
+        above 0, so it is finite)."""
+        return np.log(self.predict_proba(X))
+
     def predict(self, X):
         """Most probable class of each row."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    @property
+    def n_classes_(self):
+        """Number of classes, ``len(classes_)``."""
+        check_is_fitted(self)
+        return len(self.classes_)
+
     # ------------------------------------------------------------------ river
 
     def learn_one(self, x, y):
-        """Learns one example: ``x`` a dict of feature name → number, ``y`` a label.
+        """Learns one example: ``x`` a dict of feature name → number, ``y`` a label
+        (weighted by ``class_weight``, a dict, if given).
 
         Feature names are fixed by the first example, in its key order; later examples
         may list them in any order.
@@ -309,6 +380,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
         if _missing(y):
             # NaN ≠ NaN: each would become a class of its own.
             raise ValueError(f"y must be a class label, got {y!r}")
+        weight = self._weight_of(y)
         if not self.__sklearn_is_fitted__():
             names = list(x)
             if not names:
@@ -318,7 +390,7 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             core = self._new_core()
             self._declared_classes = False
             self._set_classes(_label_array([y]))
-            core.partial_fit_one(row, 0)
+            core.partial_fit_one(row, 0, weight)
             self._core = core
             self.n_features_in_ = len(names)
             if all(isinstance(n, str) for n in names):
@@ -333,10 +405,31 @@ class MondrianForestClassifier(_MondrianBase, ClassifierMixin, BaseEstimator):
             index = len(self.classes_)
             self._set_classes(_label_array(self.classes_.tolist() + [y]))
         try:
-            self._core.partial_fit_one(row, index)
+            self._core.partial_fit_one(row, index, weight)
         except BaseException:
             self._set_classes(classes_before)
             raise
+
+    @classmethod
+    def _from_core(cls, core, classes=None, names=None):
+        est = super()._from_core(core, names)
+        declared = core.params()["n_classes"] is not None
+        est._declared_classes = declared
+        if core.n_features is not None:
+            labels = np.arange(core.n_classes) if classes is None else np.asarray(classes)
+            est._set_classes(labels)
+        return est
+
+    def _weight_of(self, y):
+        """The class weight of one label for ``learn_one`` (None: no weight)."""
+        cw = self.class_weight
+        if cw is None:
+            return None
+        if not isinstance(cw, dict):
+            raise ValueError(
+                f"learn_one takes class_weight as a dict label -> weight, not {cw!r}"
+            )
+        return float(cw.get(y, 1.0))
 
     @property
     def _multiclass(self):

@@ -76,6 +76,14 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         Keep only the last ``window`` training points (a sliding window, with exact
         deletion of the oldest), as for :class:`MondrianForestClassifier`; θ follows the
         points held. ``None`` keeps every point.
+    warm_start : bool, default=False
+        When the model is fitted, ``fit`` grows the trees a larger ``n_estimators`` adds,
+        on the points the model holds (the X and y given are only checked against the
+        model), as for :class:`MondrianForestClassifier`; θ is derived again, a
+        calibration is kept.
+    verbose : int, default=0
+        Above 0, ``fit`` shows its progress in trees (tqdm when installed, else a line on
+        stderr per group of trees).
     n_jobs : int, default=None
         Threads (None: 1, -1: all cores); the model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -129,6 +137,8 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         feature_weights=None,
         calibration="none",
         window=None,
+        warm_start=False,
+        verbose=0,
         n_jobs=None,
         random_state=None,
         max_memory=None,
@@ -145,6 +155,8 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self.feature_weights = feature_weights
         self.calibration = calibration
         self.window = window
+        self.warm_start = warm_start
+        self.verbose = verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.max_memory = max_memory
@@ -153,7 +165,7 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         self._check_types(
             counts=("n_estimators", "min_samples_split", "window"),
             reals=("k_cap", "gamma2_divisor"),
-            flags=("bagging",),
+            flags=("bagging", "warm_start"),
             strings=("mode", "theta_estimate", "calibration"),
         )
         noise = self.noise
@@ -190,30 +202,41 @@ class MondrianForestRegressor(_MondrianBase, RegressorMixin, BaseEstimator):
         pits = self._core.calibration()
         return None if pits is None else np.asarray(pits)
 
-    def fit(self, X, y):
-        """Trains a new forest on ``X`` (n_samples, n_features) and real targets ``y``."""
+    def fit(self, X, y, sample_weight=None):
+        """Trains a new forest on ``X`` (n_samples, n_features) and real targets ``y``,
+        each row with its ``sample_weight`` if given: integer weight k is k copies of the
+        row (in the trees and in the target moments behind θ), 0 is no row (but keeps its
+        id), a fractional weight is rounded at random per tree, as for
+        :class:`MondrianForestClassifier`. Relevance weights and ``calibration="cv"`` use
+        the weights too."""
+        if self.warm_start and self.__sklearn_is_fitted__():
+            return self._warm_start(X)
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True)
+        sw = self._sample_weight(sample_weight, X)
         core = self._new_core()
-        core.fit(X, np.ascontiguousarray(y, dtype=np.float64))
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        self._train(core, lambda: core.fit(X, y, sw), int(self.n_estimators))
         self._core = core
         self._river_names = self._fitted_names()
         return self
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Extends the forest online with a mini-batch, keeping the law of batch training
         on everything seen so far (a batch at least as large as what the forest holds goes
         in as one set, a smaller one row by row). The first call fixes the number of
-        features and (unless ``feature_ranges`` is given) the scaling."""
+        features and (unless ``feature_ranges`` is given) the scaling. ``sample_weight``
+        as for :meth:`fit`."""
         first = not self.__sklearn_is_fitted__()
         X, y = validate_data(self, X, y, dtype=_FLOATS, order="C", y_numeric=True, reset=first)
         y = np.ascontiguousarray(y, dtype=np.float64)
+        sw = self._sample_weight(sample_weight, X, streaming=True)
         if first:
             core = self._new_core()
-            core.partial_fit(X, y)
+            core.partial_fit(X, y, sw)
             self._core = core
             self._river_names = self._fitted_names()
         else:
-            self._core_for_use().partial_fit(X, y)
+            self._core_for_use().partial_fit(X, y, sw)
         return self
 
     def _moments(self, X):

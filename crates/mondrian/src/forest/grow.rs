@@ -3,10 +3,12 @@
 //! extension of a large batch, interleaved point-by-point insertion), and the deletions of
 //! a sliding window in the same pass.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 
 use super::pool::Pool;
-use super::{helpers, poisson_weight, TreeUnit};
+use super::{helpers, multiplicity, Growth, Progress, TreeUnit};
 use crate::process::Feature;
 use crate::tree::{NodeStatistics, TrainingPoints, NO_NODE};
 
@@ -43,6 +45,10 @@ pub(crate) struct Change<'a> {
     /// Points the trees hold once the leaving ones are gone (a batch at least as large
     /// goes in as a set).
     pub(crate) held: usize,
+    /// The forest's index of the first tree given (tree t's draws are keyed by it).
+    pub(crate) first_tree: usize,
+    /// Sample weight of each slot; empty when all are 1.
+    pub(crate) weights: &'a [f64],
 }
 
 /// Updates every tree, in parallel: the leaving points are deleted from it (spec
@@ -50,15 +56,16 @@ pub(crate) struct Change<'a> {
 /// batch-sampled on them ([P] Alg. 1), any other is extended by them as one set
 /// ([`MondrianTree::extend_many`](crate::tree::MondrianTree::extend_many), for a large
 /// batch) or point by point in order (Alg. 3); all give the same distribution (spec §2.6).
-/// With bagging, the point with id `i` counts `poisson_weight(seed, tree, i)` times in
-/// every road. `data` must hold the rows of both.
+/// The point with id `i` in slot `s` counts `multiplicity(seed, tree, i, weight of s,
+/// bagging)` times in every road (1 without weights or bagging). `data` must hold the rows
+/// of both. `progress` hears of each group of trees done.
 pub(crate) fn grow_trees<S>(
     trees: &mut [TreeUnit<S>],
     data: &TrainingPoints<S::Target>,
     change: Change<'_>,
-    seed: u64,
-    bagging: bool,
+    growth: Growth,
     pool: &Pool,
+    progress: Option<&Progress>,
 ) where
     S: NodeStatistics + Send,
     S::Target: Sync,
@@ -67,25 +74,37 @@ pub(crate) fn grow_trees<S>(
         leaving,
         arriving,
         held,
+        first_tree: offset,
+        weights,
     } = change;
-    let weight = move |t: usize, id: u64| {
-        if bagging {
-            poisson_weight(seed, t, id)
-        } else {
+    let Growth { seed, bagging, .. } = growth;
+    let plain = weights.is_empty() && !bagging;
+    let weight = move |t: usize, slot: u32, id: u64| {
+        if plain {
             1
+        } else {
+            let w = weights.get(slot as usize).copied().unwrap_or(1.0);
+            multiplicity(seed, offset + t, id, w, bagging)
         }
     };
     // The batch as tree `t` sees it: each point repeated by its weight.
     let multiset = move |t: usize| -> Vec<u32> {
         arriving
             .iter()
-            .flat_map(|&(slot, id)| std::iter::repeat_n(slot, weight(t, id) as usize))
+            .flat_map(|&(slot, id)| std::iter::repeat_n(slot, weight(t, slot, id) as usize))
             .collect()
+    };
+    let n_trees = trees.len();
+    let done = AtomicUsize::new(0);
+    let report = |n: usize| {
+        if let Some(p) = progress {
+            p.report(done.fetch_add(n, Ordering::Relaxed) + n, n_trees);
+        }
     };
     // Trees go in chunks; within a chunk the descents of each point interleave so that
     // the trees' cache misses overlap (a descent waits on each node it loads).
     let group = pool.tree_group(trees.len());
-    let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
+    let grow = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
         let first_tree = c * group;
         for &slot in leaving {
             descend::<S, true>(chunk, data.row(slot), data.features, |_| true);
@@ -131,7 +150,7 @@ pub(crate) fn grow_trees<S>(
                 *w = if sampled[t] {
                     0
                 } else {
-                    weight(first_tree + t, id)
+                    weight(first_tree + t, slot, id)
                 };
             }
             descend::<S, false>(chunk, data.row(slot), data.features, |t| weights[t] > 0);
@@ -142,6 +161,11 @@ pub(crate) fn grow_trees<S>(
                 }
             }
         }
+    };
+    let work = |(c, chunk): (usize, &mut [TreeUnit<S>])| {
+        let n = chunk.len();
+        grow((c, chunk));
+        report(n);
     };
     // A point (or a few) of a stream goes to the helpers if there are any and enough
     // trees to share; without them it stays on this thread, as does work of one group.

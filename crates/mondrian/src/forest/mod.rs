@@ -12,6 +12,7 @@
 //! | `grow.rs` | one parallel pass over the trees: deletions, then insertions |
 //! | `pool.rs`, `helpers.rs` | the thread pool and the stream helpers |
 //! | `relevance.rs` | relevance feature weights, generic over the models |
+//! | `weights.rs` | sample weights and bagging: how many copies of a row each tree takes |
 //! | `classifier.rs`, `regressor.rs` | the models: parameters, statistics, prediction |
 
 mod classifier;
@@ -21,6 +22,7 @@ mod pool;
 mod regressor;
 mod relevance;
 mod store;
+pub(crate) mod weights;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
 pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams};
@@ -28,9 +30,14 @@ pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, 
 pub(crate) use pool::Pool;
 pub(crate) use relevance::{
     cv_folds, initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed,
-    shares, split_relevance, split_rows, Weighed,
+    shares, split_relevance, split_rows, split_weights, Weighed,
 };
 pub(crate) use store::PointStore;
+pub use weights::{
+    check_sample_weights, multiplicity, poisson_count, poisson_weight, MAX_SAMPLE_WEIGHT,
+};
+
+use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -56,6 +63,33 @@ pub(crate) struct Forest<S: NodeStatistics> {
     pub(crate) trees: Vec<TreeUnit<S>>,
     #[serde(skip)]
     pub(crate) pool: Pool,
+    /// Told how far each training pass over the trees has got.
+    #[serde(skip)]
+    pub(crate) progress: Option<Progress>,
+}
+
+/// An observer of training: called with (trees done, trees in the pass) as groups of trees
+/// finish a training pass (a `fit`, a `partial_fit`, or trees added to a fitted forest).
+/// Calls may come from any worker thread, and from two at once; the counts of one pass
+/// only grow, though two calls may arrive out of order. The model does not depend on it.
+#[derive(Clone)]
+pub struct Progress(Arc<dyn Fn(usize, usize) + Send + Sync>);
+
+impl Progress {
+    /// An observer that calls `report(done, total)`.
+    pub fn new(report: impl Fn(usize, usize) + Send + Sync + 'static) -> Self {
+        Progress(Arc::new(report))
+    }
+
+    pub(crate) fn report(&self, done: usize, total: usize) {
+        (self.0)(done, total)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
 }
 
 /// How a forest takes points: the seed of its bagging weights, whether it bags, and the
@@ -70,11 +104,11 @@ pub(crate) struct Growth {
 /// What a training call changed in a forest's points, for a model's own running statistics.
 #[derive(Debug)]
 pub(crate) struct Learned<T> {
-    /// The call's rows from this one on were kept (earlier ones fell out of the window
-    /// at once).
-    pub(crate) kept_from: usize,
-    /// Targets of the points that left (oldest first).
-    pub(crate) gone: Vec<T>,
+    /// The call's rows the forest took, in order (not those of weight 0, nor those that
+    /// fell out of the window at once).
+    pub(crate) kept: Vec<usize>,
+    /// Targets and sample weights of the points that left (oldest first).
+    pub(crate) gone: Vec<(T, f64)>,
 }
 
 impl<S> Forest<S>
@@ -89,6 +123,7 @@ where
             store: PointStore::new(),
             trees: Vec::new(),
             pool: Pool::new(n_threads),
+            progress: None,
         }
     }
 
@@ -105,56 +140,60 @@ where
         self.trees = new_trees(n_trees, d, lifetime, pause, seed, stats);
     }
 
-    /// Takes scaled rows (row-major) with their targets into the store and every tree.
-    /// With a window, the oldest points leave first, so that the forest holds the last
-    /// `window` points and is distributed as a batch forest on them (deletion is exact,
-    /// spec `mondrian-polya-forest.md` §7.3, §7.6); rows of this call that would leave at
-    /// once are never inserted.
+    /// Takes scaled rows (row-major) with their targets and sample weights (`None`: all 1)
+    /// into the store and every tree. A row of weight 0 is counted (it has an id) but not
+    /// taken. With a window, the oldest points leave first, so that the forest holds the
+    /// last `window` points and is distributed as a batch forest on them (deletion is
+    /// exact, spec `mondrian-polya-forest.md` §7.3, §7.6); rows of this call that would
+    /// leave at once are never inserted.
     pub(crate) fn learn(
         &mut self,
         scaled: &[Feature],
         targets: &[S::Target],
+        weights: Option<&[f64]>,
         growth: Growth,
     ) -> Learned<S::Target> {
-        let d = self.store.n_features.unwrap_or(0);
-        let n = targets.len();
-        let kept_from = growth.window.map_or(0, |w| n.saturating_sub(w));
-        self.store.skip(kept_from);
+        let mut take: Vec<usize> = match weights {
+            Some(w) => (0..targets.len()).filter(|&i| w[i] > 0.0).collect(),
+            None => (0..targets.len()).collect(),
+        };
+        if let Some(w) = growth.window {
+            take.drain(..take.len().saturating_sub(w));
+        }
         let leaving_count = growth
             .window
-            .map_or(0, |w| (self.store.len() + n - kept_from).saturating_sub(w));
+            .map_or(0, |w| (self.store.len() + take.len()).saturating_sub(w));
         let leaving = self.store.detach_oldest(leaving_count);
         let held = self.store.len();
-        let arriving = self.store.admit(
-            &scaled[kept_from * d..],
-            targets[kept_from..].iter().copied(),
-        );
+        let arriving = self.store.admit(scaled, targets, weights, &take);
         let gone = self.update(&leaving, &arriving, held, growth);
-        Learned { kept_from, gone }
+        Learned { kept: take, gone }
     }
 
     /// Removes the points with these ids (arrival indices) from the store and every tree:
     /// the forest is then as if it had never seen them (deletion is exact: each tree is
-    /// distributed as one grown on the remaining points). An id the forest does not hold
-    /// is an error, with nothing changed. Returns the targets of the points removed.
-    pub(crate) fn forget(&mut self, ids: &[u64], growth: Growth) -> Result<Vec<S::Target>> {
+    /// distributed as one grown on the remaining points, whatever their weights: a tree
+    /// finds a point's copies in its leaf). An id the forest does not hold is an error,
+    /// with nothing changed. Returns the targets and weights of the points removed.
+    pub(crate) fn forget(&mut self, ids: &[u64], growth: Growth) -> Result<Vec<(S::Target, f64)>> {
         let leaving = self.store.detach_ids(ids)?;
         let held = self.store.len();
         Ok(self.update(&leaving, &[], held, growth))
     }
 
     /// Deletes the detached `leaving` points from every tree, inserts the admitted
-    /// `arriving` ones, and frees the slots of the first; returns their targets.
+    /// `arriving` ones, and frees the slots of the first; returns their targets and
+    /// weights.
     fn update(
         &mut self,
         leaving: &[u32],
         arriving: &[(u32, u64)],
         held: usize,
         growth: Growth,
-    ) -> Vec<S::Target> {
+    ) -> Vec<(S::Target, f64)> {
         let gone = leaving
             .iter()
-            .map(|&s| self.store.targets[s as usize])
+            .map(|&s| (self.store.targets[s as usize], self.store.weight(s)))
             .collect();
         let data = self.store.data();
         grow_trees(
@@ -164,10 +203,12 @@ where
                 leaving,
                 arriving,
                 held,
+                first_tree: 0,
+                weights: self.store.weights(),
             },
-            growth.seed,
-            growth.bagging,
+            growth,
             &self.pool,
+            self.progress.as_ref(),
         );
         self.store.release(leaving);
         gone
@@ -197,6 +238,69 @@ where
             true => Err(MondrianError::CompactModel),
             false => Ok(()),
         }
+    }
+
+    /// Grows `n_more` new trees on the points the forest holds (each with its sample
+    /// weight and bagging draws), leaving the others as they are. Tree t is seeded by
+    /// (seed, t) and draws its copies of each point by (seed, t, id), so after a single
+    /// batch fit the new trees are those a forest fitted with more trees from the start
+    /// would have; in any case each has the law of a tree batch-fitted on the points held.
+    pub(crate) fn add_trees(
+        &mut self,
+        n_more: usize,
+        lifetime: f64,
+        pause: PauseRule,
+        growth: Growth,
+        stats: impl Fn() -> S,
+    ) {
+        let d = self.store.n_features.unwrap_or(0);
+        let first = self.trees.len();
+        self.trees.extend((first..first + n_more).map(|t| TreeUnit {
+            tree: MondrianTree::new(d, lifetime, pause),
+            stats: stats(),
+            rng: tree_rng(growth.seed, t),
+        }));
+        let arriving = self.store.live_entries();
+        let data = self.store.data();
+        grow_trees(
+            &mut self.trees[first..],
+            &data,
+            Change {
+                leaving: &[],
+                arriving: &arriving,
+                held: 0,
+                first_tree: first,
+                weights: self.store.weights(),
+            },
+            growth,
+            &self.pool,
+            self.progress.as_ref(),
+        );
+    }
+
+    /// The leaf each scaled row (row-major, `n_rows` rows) reaches in each tree, row-major
+    /// `n_rows × n_trees`; [`NO_LEAF`] for a tree that holds no point (bagging may leave a
+    /// tree without one).
+    pub(crate) fn apply(&self, scaled: &[Feature], n_rows: usize) -> Vec<u32>
+    where
+        S: Sync,
+    {
+        let m = self.trees.len();
+        let d = self.store.n_features.unwrap_or(0);
+        let mut out = vec![NO_LEAF; n_rows * m];
+        let block = self.pool.prediction_block_rows(n_rows, m * 4);
+        self.pool
+            .for_each_block(&mut out, block * m, scaled, block * d, |out, x| {
+                for (t, unit) in self.trees.iter().enumerate() {
+                    if unit.tree.root().is_none() {
+                        continue;
+                    }
+                    for (row, xi) in x.chunks_exact(d.max(1)).enumerate() {
+                        out[row * m + t] = unit.tree.leaf_of(xi);
+                    }
+                }
+            });
+        out
     }
 
     /// Size and depth statistics.
@@ -249,6 +353,9 @@ pub(crate) fn check_memory(
         )
     })
 }
+
+/// What [`apply`](crate::MondrianForestClassifier::apply) reports for a tree without points.
+pub const NO_LEAF: u32 = u32::MAX;
 
 /// One tree of a forest with the statistics its model hangs off the nodes and its own
 /// generator.
@@ -374,52 +481,4 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
 /// The generator of tree `index` in a forest with master seed `seed`.
 pub fn tree_rng(seed: u64, index: usize) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(mix64(seed ^ mix64(index as u64 + 0x9e37_79b9_7f4a_7c15)))
-}
-
-/// Online-bagging multiplicity `k ~ Poisson(1)` of example `example` in tree `tree`
-/// (spec `bayesian-trees.md` §6.2), drawn by inversion from a uniform that depends only on
-/// `(seed, tree, example)`.
-pub fn poisson_weight(seed: u64, tree: usize, example: u64) -> u32 {
-    let h = mix64(
-        mix64(seed ^ 0x5851_f42d_4c95_7f2d)
-            ^ mix64(tree as u64)
-            ^ example.wrapping_mul(0xa076_1d64_78bd_642f),
-    );
-    let u = (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-    // P(k) = e^{-1} / k!; walk the CDF.
-    let mut p = (-1.0f64).exp();
-    let mut cdf = p;
-    let mut k = 0u32;
-    while u >= cdf && k < 30 {
-        k += 1;
-        p /= f64::from(k);
-        cdf += p;
-    }
-    k
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn poisson_weights_follow_poisson_one() {
-        // Chi-square goodness of fit for k = 0..4 and ≥ 5 over 200k draws, α = 1e-3
-        // (critical value of χ²₅ is 20.52).
-        let n = 200_000u64;
-        let mut counts = [0f64; 6];
-        for e in 0..n {
-            let k = poisson_weight(7, 3, e) as usize;
-            counts[k.min(5)] += 1.0;
-        }
-        let e1 = (-1.0f64).exp();
-        let mut probs = [e1, e1, e1 / 2.0, e1 / 6.0, e1 / 24.0, 0.0];
-        probs[5] = 1.0 - probs[..5].iter().sum::<f64>();
-        let chi2: f64 = counts
-            .iter()
-            .zip(&probs)
-            .map(|(&o, &p)| (o - p * n as f64).powi(2) / (p * n as f64))
-            .sum();
-        assert!(chi2 < 20.52, "chi2 = {chi2}, counts {counts:?}");
-    }
 }

@@ -11,7 +11,7 @@ use crate::data::{
     FeatureValue, FeatureWeights, RelevanceChoice, Rows, RELEVANCE_CV_FOLDS, RELEVANCE_CV_POWERS,
 };
 use crate::error::{MondrianError, Result};
-use crate::model::{Fit, Model, Params};
+use crate::model::{Model, Params};
 
 /// Whether any of the trees made a split.
 pub(crate) fn made_a_split<S>(trees: &[TreeUnit<S>]) -> bool {
@@ -64,59 +64,79 @@ pub(crate) trait Weighed: Model {
     fn split_scores(&self) -> Vec<f64>;
     /// Whether any tree made a split.
     fn made_a_split(&self) -> bool;
-    /// Loss of held-out rows, summed (log-loss, NLPD).
+    /// Loss of held-out rows, weighted by `weights` (`None`: all 1) and summed (log-loss,
+    /// NLPD).
     fn held_out_loss<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[Self::Target],
+        weights: Option<&[f64]>,
     ) -> Result<f64>;
+    /// Batch training with sample weights (`None`: all 1).
+    fn fit_rows<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[Self::Target],
+        weights: Option<&[f64]>,
+    ) -> Result<()>;
 }
 
-/// The weights the first training call of `model` fixes on `rows` (`None`: all 1), with
-/// the cross-validated choice behind them if there was one.
+/// The feature weights the first training call of `model` fixes on `rows` with sample
+/// weights `sample` (`None`, for either: all 1), with the cross-validated choice behind
+/// them if there was one.
 pub(crate) fn initial_weights<M, T>(
     model: &M,
     rows: &Rows<T>,
     y: &[M::Target],
+    sample: Option<&[f64]>,
 ) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     Ok(match model.weight_setting() {
         FeatureWeights::Uniform => (None, None),
         FeatureWeights::Given(w) => (Some(w.clone()), None),
-        FeatureWeights::Relevance { power } => (Some(relevance(model, rows, y, *power)?), None),
+        FeatureWeights::Relevance { power } => {
+            (Some(relevance(model, rows, y, sample, *power)?), None)
+        }
         FeatureWeights::RelevanceCv => {
-            let (w, choice) = relevance_cv(model, rows, y)?;
+            let (w, choice) = relevance_cv(model, rows, y, sample)?;
             (Some(w), Some(choice))
         }
     })
 }
 
-/// A pilot forest with uniform weights grown on the rows; its split scores give the
-/// relevance weights.
-fn pilot<M, T>(model: &M, rows: &Rows<T>, y: &[M::Target]) -> Result<M>
+/// A pilot forest with uniform feature weights grown on the rows (with their sample
+/// weights); its split scores give the relevance weights.
+fn pilot<M, T>(model: &M, rows: &Rows<T>, y: &[M::Target], sample: Option<&[f64]>) -> Result<M>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     let mut pilot = M::with_params(model.pilot_params().check()?);
-    pilot.fit(rows.values(), rows.n_features(), y)?;
+    pilot.fit_rows(rows.values(), rows.n_features(), y, sample)?;
     Ok(pilot)
 }
 
 /// [`FeatureWeights::Relevance`] at `power` (0: all 1).
-fn relevance<M, T>(model: &M, rows: &Rows<T>, y: &[M::Target], power: f64) -> Result<Vec<f64>>
+fn relevance<M, T>(
+    model: &M,
+    rows: &Rows<T>,
+    y: &[M::Target],
+    sample: Option<&[f64]>,
+    power: f64,
+) -> Result<Vec<f64>>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     if power == 0.0 {
         return Ok(vec![1.0; rows.n_features()]);
     }
-    let pilot = pilot(model, rows, y)?;
+    let pilot = pilot(model, rows, y, sample)?;
     pilot_weights(
         pilot.made_a_split(),
         pilot.split_scores(),
@@ -126,14 +146,16 @@ where
 }
 
 /// [`FeatureWeights::RelevanceCv`]: the power by cross-validation, then the weights at
-/// that power on all rows.
+/// that power on all rows. With sample weights, folds are cut by rows (a row's copies stay
+/// together), every forest is fitted with the weights and the held-out loss is weighted.
 fn relevance_cv<M, T>(
     model: &M,
     rows: &Rows<T>,
     y: &[M::Target],
+    sample: Option<&[f64]>,
 ) -> Result<(Vec<f64>, RelevanceChoice)>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     let (n, d) = (rows.n_rows(), rows.n_features());
@@ -146,8 +168,9 @@ where
     let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
     for held in &folds {
         let (fit_x, fit_y, val_x, val_y) = split_rows(rows, y, held);
+        let (fit_w, val_w) = split_weights(sample, held);
         let fit_rows = Rows::new(&fit_x, d)?;
-        let pilot = pilot(model, &fit_rows, &fit_y)?;
+        let pilot = pilot(model, &fit_rows, &fit_y, fit_w.as_deref())?;
         let scores = pilot.split_scores();
         for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
             let weights = match power {
@@ -160,18 +183,20 @@ where
                 )?),
             };
             let mut forest = M::with_params(M::with_weights(&base, weights).check()?);
-            forest.fit(&fit_x, d, &fit_y)?;
-            *total += forest.held_out_loss(&val_x, d, &val_y)?;
+            forest.fit_rows(&fit_x, d, &fit_y, fit_w.as_deref())?;
+            *total += forest.held_out_loss(&val_x, d, &val_y, val_w.as_deref())?;
         }
     }
+    // Every row is held out once: the loss per unit of weight.
+    let total_weight = sample.map_or(n as f64, |w| w.iter().sum());
     let choice = RelevanceChoice::best_of(
         RELEVANCE_CV_POWERS
             .iter()
             .zip(&loss)
-            .map(|(&p, &l)| (p, l / n as f64))
+            .map(|(&p, &l)| (p, l / total_weight))
             .collect(),
     );
-    Ok((relevance(model, rows, y, choice.power)?, choice))
+    Ok((relevance(model, rows, y, sample, choice.power)?, choice))
 }
 
 /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot forest
@@ -184,11 +209,11 @@ pub(crate) fn learn_relevance<M, T>(
     power: f64,
 ) -> Result<Vec<f64>>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     FeatureWeights::Relevance { power }.validate(None)?;
-    relevance(model, &Rows::new(x, n_features)?, y, power)
+    relevance(model, &Rows::new(x, n_features)?, y, None, power)
 }
 
 /// The weights the model's first training call would fix on these rows, as weights to give
@@ -201,7 +226,7 @@ pub(crate) fn learn_feature_weights<M, T>(
     y: &[M::Target],
 ) -> Result<(FeatureWeights, Option<RelevanceChoice>)>
 where
-    M: Weighed + Fit<T>,
+    M: Weighed,
     T: FeatureValue,
 {
     let rows = Rows::new(x, n_features)?;
@@ -212,7 +237,7 @@ where
             n_labels: y.len(),
         });
     }
-    let (weights, choice) = initial_weights(model, &rows, y)?;
+    let (weights, choice) = initial_weights(model, &rows, y, None)?;
     Ok((
         weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
         choice,
@@ -299,6 +324,27 @@ pub(crate) fn split_rows<T: FeatureValue, Y: Copy>(
         t.push(target);
     }
     (fit_x, fit_y, val_x, val_y)
+}
+
+/// The sample weights (if any) of the rows outside the sorted row list `held`, then of
+/// those in it, as [`split_rows`] splits the rows.
+pub(crate) fn split_weights(
+    weights: Option<&[f64]>,
+    held: &[usize],
+) -> (Option<Vec<f64>>, Option<Vec<f64>>) {
+    let Some(w) = weights else {
+        return (None, None);
+    };
+    let (mut fit, mut val) = (Vec::new(), Vec::new());
+    let mut next = held.iter().peekable();
+    for (i, &v) in w.iter().enumerate() {
+        if next.next_if_eq(&&i).is_some() {
+            val.push(v);
+        } else {
+            fit.push(v);
+        }
+    }
+    (Some(fit), Some(val))
 }
 
 /// Scores divided by their sum; all 0 when the sum is not positive.

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use super::weights::MAX_SAMPLE_WEIGHT;
 use crate::data::{FeatureScaler, FeatureValue, RelevanceChoice, Rows, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::process::Feature;
@@ -21,7 +22,7 @@ const FREE: u64 = u64::MAX;
 /// arrival index, counting every row given to training since the model was started (the
 /// ids users pass to `forget`). Slots of points that left (a sliding window, `forget`) are
 /// reused for new points, so the store never holds more than the points it keeps plus those
-/// of one call. A store that never let a point go has slot = id for every point.
+/// of one call. A row of sample weight 0 gets an id but no slot.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct PointStore<T> {
     pub(crate) n_features: Option<usize>,
@@ -38,6 +39,9 @@ pub(crate) struct PointStore<T> {
     free: Vec<u32>,
     /// The id the next point gets: the number of rows given to training so far.
     next_id: u64,
+    /// Each slot's sample weight; empty while every point ever admitted had weight 1, so
+    /// that unweighted training keeps no weights.
+    weights: Vec<f64>,
     /// How [`FeatureWeights::RelevanceCv`](crate::data::FeatureWeights) chose the weights.
     pub(crate) relevance: Option<RelevanceChoice>,
 }
@@ -53,6 +57,7 @@ impl<T: Copy> PointStore<T> {
             live: VecDeque::new(),
             free: Vec::new(),
             next_id: 0,
+            weights: Vec::new(),
             relevance: None,
         }
     }
@@ -95,23 +100,32 @@ impl<T: Copy> PointStore<T> {
         Ok(out)
     }
 
-    /// Takes already scaled rows and their targets, each into a free slot (one freed by an
-    /// earlier call) or a new one, with the next ids; returns (slot, id) per row.
+    /// Takes the rows `take` (increasing indices into the call's rows) of a training call:
+    /// scaled rows (row-major, all of the call's rows), their targets and sample weights
+    /// (`None`: all 1). Each goes into a free slot (one freed by an earlier call) or a new
+    /// one. Every row of the call gets an id, its arrival index, whether it is taken or
+    /// not (a row of weight 0, or one that would leave a window at once); returns (slot,
+    /// id) per row taken.
     pub(crate) fn admit(
         &mut self,
         scaled: &[Feature],
-        targets: impl IntoIterator<Item = T>,
+        targets: &[T],
+        weights: Option<&[f64]>,
+        take: &[usize],
     ) -> Vec<(u32, u64)> {
         let d = self.n_features.unwrap_or(0);
-        let mut placed = Vec::new();
-        for (k, target) in targets.into_iter().enumerate() {
+        let first_id = self.next_id;
+        let mut placed = Vec::with_capacity(take.len());
+        for &k in take {
             let row = &scaled[k * d..(k + 1) * d];
+            let (target, id) = (targets[k], first_id + k as u64);
+            let weight = weights.map_or(1.0, |w| w[k]);
             let slot = match self.free.pop() {
                 Some(slot) => {
                     let s = slot as usize;
                     self.features[s * d..(s + 1) * d].copy_from_slice(row);
                     self.targets[s] = target;
-                    self.ids[s] = self.next_id;
+                    self.ids[s] = id;
                     slot
                 }
                 None => {
@@ -121,21 +135,38 @@ impl<T: Copy> PointStore<T> {
                         .expect("more points than a store can index");
                     self.features.extend_from_slice(row);
                     self.targets.push(target);
-                    self.ids.push(self.next_id);
+                    self.ids.push(id);
                     slot
                 }
             };
+            // The first weight other than 1 gives every slot its weight.
+            if weight != 1.0 || !self.weights.is_empty() {
+                self.weights.resize(self.targets.len(), 1.0);
+                self.weights[slot as usize] = weight;
+            }
             self.live.push_back(slot);
-            placed.push((slot, self.next_id));
-            self.next_id += 1;
+            placed.push((slot, id));
         }
+        self.next_id = first_id + targets.len() as u64;
         placed
     }
 
-    /// Counts `n` rows as seen without keeping them (a window smaller than the batch they
-    /// came in).
-    pub(crate) fn skip(&mut self, n: usize) {
-        self.next_id += n as u64;
+    /// The sample weight of the point in `slot`.
+    pub(crate) fn weight(&self, slot: u32) -> f64 {
+        self.weights.get(slot as usize).copied().unwrap_or(1.0)
+    }
+
+    /// Every slot's sample weight, or empty when all are 1.
+    pub(crate) fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// The (slot, id) of the points held, oldest first.
+    pub(crate) fn live_entries(&self) -> Vec<(u32, u64)> {
+        self.live
+            .iter()
+            .map(|&s| (s, self.ids[s as usize]))
+            .collect()
     }
 
     /// Takes the `n` oldest points out of the store's keeping; their slots stay readable
@@ -188,9 +219,11 @@ impl<T: Copy> PointStore<T> {
         self.live.iter().map(|&s| self.ids[s as usize])
     }
 
-    /// The targets of the points held, oldest first.
-    pub(crate) fn live_targets(&self) -> impl Iterator<Item = T> + '_ {
-        self.live.iter().map(|&s| self.targets[s as usize])
+    /// The targets and sample weights of the points held, oldest first.
+    pub(crate) fn live_weighted_targets(&self) -> impl Iterator<Item = (T, f64)> + '_ {
+        self.live
+            .iter()
+            .map(|&s| (self.targets[s as usize], self.weight(s)))
     }
 
     pub(crate) fn data(&self) -> TrainingPoints<'_, T> {
@@ -222,6 +255,7 @@ impl<T: Copy> PointStore<T> {
             + std::mem::size_of_val(self.ids.as_slice())
             + self.live.len() * std::mem::size_of::<u32>()
             + std::mem::size_of_val(self.free.as_slice())
+            + std::mem::size_of_val(self.weights.as_slice())
     }
 
     /// Shape checks after loading a model.
@@ -244,6 +278,14 @@ impl<T: Copy> PointStore<T> {
         }
         if self.features.iter().any(|v| !v.is_finite()) {
             return bad("a stored point is not finite");
+        }
+        if !(self.weights.is_empty() || self.weights.len() == n)
+            || self
+                .weights
+                .iter()
+                .any(|w| !(w.is_finite() && (0.0..=MAX_SAMPLE_WEIGHT).contains(w)))
+        {
+            return bad("the stored sample weights do not match the points");
         }
         // Every slot is held (once, ids increasing in arrival order, below the next id) or
         // free (once), never both.

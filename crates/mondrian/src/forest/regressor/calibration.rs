@@ -7,11 +7,14 @@ use crate::error::{MondrianError, Result};
 
 impl MondrianForestRegressor {
     /// Sorted PITs of the rows by 5-fold cross-validation with forests of this forest's
-    /// parameters and the given feature weights ([`Calibration::Cv`]).
+    /// parameters and the given feature weights ([`Calibration::Cv`]). With sample
+    /// weights the forests are fitted with them and each held-out row's PIT counts as many
+    /// times as the trees would take it without bagging (its weight, rounded at random).
     pub(super) fn cv_pits<T: FeatureValue>(
         &self,
         rows: &Rows<T>,
         y: &[f64],
+        sample: Option<&[f64]>,
         feature_weights: FeatureWeights,
     ) -> Result<Vec<f64>> {
         let (n, d) = (rows.n_rows(), rows.n_features());
@@ -26,11 +29,23 @@ impl MondrianForestRegressor {
             ..self.params.clone()
         };
         let mut pits = Vec::with_capacity(n);
+        let seed = crate::forest::pilot_seed(self.params.seed);
         for held in &folds {
             let (fit_x, fit_y, val_x, val_y) = crate::forest::split_rows(rows, y, held);
+            let (fit_w, _) = crate::forest::split_weights(sample, held);
             let mut forest = MondrianForestRegressor::new(params.clone())?;
-            forest.fit(&fit_x, d, &fit_y)?;
-            pits.extend(forest.cdf(&val_x, d, &val_y)?);
+            forest.train(&fit_x, d, &fit_y, true, fit_w.as_deref())?;
+            let fold_pits = forest.cdf(&val_x, d, &val_y)?;
+            match sample {
+                None => pits.extend(fold_pits),
+                Some(w) => {
+                    for (&row, pit) in held.iter().zip(fold_pits) {
+                        let copies =
+                            crate::forest::multiplicity(seed, 0, row as u64, w[row], false);
+                        pits.extend(std::iter::repeat_n(pit, copies as usize));
+                    }
+                }
+            }
         }
         pits.sort_by(f64::total_cmp);
         Ok(pits)
@@ -51,7 +66,7 @@ impl MondrianForestRegressor {
         let rows = Rows::new(x, n_features)?;
         rows.validate(None)?;
         Self::check_training_targets(y, rows.n_rows())?;
-        self.cv_pits(&rows, y, self.params.feature_weights.clone())
+        self.cv_pits(&rows, y, None, self.params.feature_weights.clone())
     }
 
     /// Recalibrates the intervals from rows the forest was not trained on: their PITs

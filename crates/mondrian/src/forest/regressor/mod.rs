@@ -13,11 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_TARGET, MAX_THREADS};
 use crate::error::{MondrianError, Result};
+use crate::forest::weights::drop_zero_weights;
 use crate::forest::{
-    initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed, shares,
-    split_relevance, Forest, ForestSummary, Growth, PointStore, Pool, Weighed,
+    check_sample_weights, initial_weights, learn_feature_weights, learn_relevance, made_a_split,
+    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, PointStore, Pool, Progress,
+    Weighed,
 };
-use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict};
+use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict, WeightedFit};
 use crate::stats::gaussian::{
     estimate_theta, Estimate, GaussianModel, HyperSettings, Moments, PredictionMode, TargetMoments,
     Theta, Upward,
@@ -49,7 +51,8 @@ pub struct MondrianForestRegressor {
     params: RegressorParams,
     /// The trees, the scaled training points with their targets, the pool.
     forest: Forest<TargetMoments>,
-    /// Moments of the labels of the points held (each once, whatever the bagging weights).
+    /// Moments of the labels of the points held, each counted by its sample weight (once,
+    /// whatever the bagging draws).
     labels: Moments,
     /// Labels taken out of `labels` by the inverse update since it was last summed afresh
     /// (saved, so that a loaded model sums afresh when the one saved would have).
@@ -156,18 +159,18 @@ impl MondrianForestRegressor {
         }
     }
 
-    /// Takes the targets of points that left out of the label moments: by the inverse
-    /// update, summed afresh from the points held once as many have left as are held, so
-    /// that an endless window cannot drift (amortised O(1) per point).
-    fn release_labels(&mut self, gone: &[f64]) {
-        for &y in gone {
-            self.labels.remove(y, 1.0);
+    /// Takes the targets (with their weights) of points that left out of the label
+    /// moments: by the inverse update, summed afresh from the points held once as many have
+    /// left as are held, so that an endless window cannot drift (amortised O(1) per point).
+    fn release_labels(&mut self, gone: &[(f64, f64)]) {
+        for &(y, w) in gone {
+            self.labels.remove(y, w);
         }
         self.labels_released += gone.len() as u64;
         if self.labels_released > self.forest.store.len() as u64 {
             self.labels = Moments::default();
-            for y in self.forest.store.live_targets() {
-                self.labels.push(y, 1.0);
+            for (y, w) in self.forest.store.live_weighted_targets() {
+                self.labels.push(y, w);
             }
             self.labels_released = 0;
         }
@@ -227,7 +230,34 @@ impl MondrianForestRegressor {
     /// Batch training (Alg. 6.1–6.2): discards previous state, fixes the scaling from `x`
     /// (unless ranges were given), samples every tree and computes θ from `y` (§2.5).
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
-        self.train(x, n_features, y, true)
+        self.train(x, n_features, y, true, None)
+    }
+
+    /// [`fit`](Self::fit) with a sample weight per row, as for the classifier's
+    /// [`fit_weighted`](crate::MondrianForestClassifier::fit_weighted): integer weight k
+    /// counts as k copies of the row (in the trees and in the target moments behind θ),
+    /// weight 0 as no row. Relevance weights and CV calibration are computed with the
+    /// weights (folds keep a row's copies together; a held-out row's PIT counts as many
+    /// times as its weight, rounded as in the trees).
+    pub fn fit_weighted<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        sample_weight: &[f64],
+    ) -> Result<()> {
+        self.train(x, n_features, y, true, Some(sample_weight))
+    }
+
+    /// [`partial_fit`](Self::partial_fit) with a sample weight per row.
+    pub fn partial_fit_weighted<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        sample_weight: &[f64],
+    ) -> Result<()> {
+        self.train(x, n_features, y, false, Some(sample_weight))
     }
 
     /// Online training (Alg. 6.3 with pausing, §1.6) on one point or a mini-batch (a large
@@ -243,7 +273,7 @@ impl MondrianForestRegressor {
         n_features: usize,
         y: &[f64],
     ) -> Result<()> {
-        self.train(x, n_features, y, false)
+        self.train(x, n_features, y, false, None)
     }
 
     /// Every check and the scaling run before the model changes, so a refused input leaves
@@ -254,6 +284,7 @@ impl MondrianForestRegressor {
         n_features: usize,
         y: &[f64],
         fresh: bool,
+        weights: Option<&[f64]>,
     ) -> Result<()> {
         if !fresh {
             self.forest.check_trainable()?;
@@ -262,6 +293,9 @@ impl MondrianForestRegressor {
         let empty = PointStore::new();
         let rows = if starting { &empty } else { &self.forest.store }.rows(x, n_features)?;
         Self::check_training_targets(y, rows.n_rows())?;
+        if let Some(w) = weights {
+            check_sample_weights(w, rows.n_rows())?;
+        }
         if rows.n_rows() == 0 {
             return match fresh {
                 true => Err(MondrianError::EmptyData("fit needs at least one row")),
@@ -277,8 +311,20 @@ impl MondrianForestRegressor {
         };
         let held = if starting { 0 } else { self.forest.store.len() };
         super::check_memory(held, shape, self.params.window, self.params.max_memory)?;
+        // What the first call fixes comes from the rows of positive weight.
+        let kept = match starting {
+            true => drop_zero_weights(&rows, y, weights),
+            false => None,
+        };
+        let (first_rows, first_y, first_w) = match &kept {
+            Some((x, y, w)) => (Rows::new(x, n_features)?, &y[..], Some(&w[..])),
+            None => (rows, y, weights),
+        };
+        if starting && first_rows.n_rows() == 0 {
+            return Err(MondrianError::EmptyData("every sample weight is 0"));
+        }
         let new_store = match starting {
-            true => Some(self.start_store(&rows, y)?),
+            true => Some(self.start_store(&first_rows, first_y, first_w)?),
             false => None,
         };
         let scaled = new_store
@@ -294,23 +340,25 @@ impl MondrianForestRegressor {
                     }
                     (_, Some(scaler)) => FeatureWeights::Given(scaler.weights().to_vec()),
                 };
-                Some(self.cv_pits(&rows, y, weights)?)
+                Some(self.cv_pits(&first_rows, first_y, first_w, weights)?)
             }
             _ => None,
         };
         if let Some(store) = new_store {
             let pool = std::mem::take(&mut self.forest.pool);
+            let progress = self.forest.progress.take();
             self.forest = Forest::new(self.params.n_threads);
             self.forest.pool = pool;
+            self.forest.progress = progress;
             self.forest.store = store;
             self.labels = Moments::default();
             self.labels_released = 0;
             self.calibration = pits;
             self.init_trees();
         }
-        let learned = self.forest.learn(&scaled, y, self.growth());
-        for &v in &y[learned.kept_from..] {
-            self.labels.push(v, 1.0);
+        let learned = self.forest.learn(&scaled, y, weights, self.growth());
+        for &i in &learned.kept {
+            self.labels.push(y[i], weights.map_or(1.0, |w| w[i]));
         }
         self.release_labels(&learned.gone);
         self.refresh();
@@ -318,10 +366,15 @@ impl MondrianForestRegressor {
     }
 
     /// A store whose scaling (and feature weights) the first rows fix.
-    fn start_store<T: FeatureValue>(&self, rows: &Rows<T>, y: &[f64]) -> Result<PointStore<f64>> {
+    fn start_store<T: FeatureValue>(
+        &self,
+        rows: &Rows<T>,
+        y: &[f64],
+        sample: Option<&[f64]>,
+    ) -> Result<PointStore<f64>> {
         let mut store = PointStore::new();
         store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = initial_weights(self, rows, y)?;
+        let (weights, choice) = initial_weights(self, rows, y, sample)?;
         if let Some(w) = weights {
             store.reweight(&w)?;
         }
@@ -342,18 +395,57 @@ impl MondrianForestRegressor {
         )
     }
 
-    fn init_trees(&mut self) {
-        let pause = PauseRule {
+    /// When blocks pause: below `min_samples_split` points (§1.6).
+    fn pause_rule(&self) -> PauseRule {
+        PauseRule {
             pause_on_pure: false,
             min_samples_split: self.params.min_samples_split,
-        };
+        }
+    }
+
+    fn init_trees(&mut self) {
         self.forest.plant(
             self.params.n_trees,
             f64::INFINITY,
-            pause,
+            self.pause_rule(),
             self.params.seed,
             TargetMoments::new,
         );
+    }
+
+    /// Grows `n_more` trees on the points the forest holds and adds them (warm start), as
+    /// the classifier's [`add_trees`](crate::MondrianForestClassifier::add_trees); θ and
+    /// the messages are then derived again. A calibration is kept as it was.
+    pub fn add_trees(&mut self, n_more: usize) -> Result<()> {
+        if self.forest.store.n_features.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        let mut params = self.params.clone();
+        params.n_trees = params.n_trees.saturating_add(n_more);
+        params.validate()?;
+        let (pause, growth) = (self.pause_rule(), self.growth());
+        self.forest
+            .add_trees(n_more, f64::INFINITY, pause, growth, TargetMoments::new);
+        self.params = params;
+        self.refresh();
+        Ok(())
+    }
+
+    /// The leaf each row reaches in each tree (row-major `n_rows × n_trees`), as the
+    /// classifier's [`apply`](crate::MondrianForestClassifier::apply).
+    pub fn apply<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<u32>> {
+        if self.forest.store.scaler.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        let rows = self.forest.store.rows(x, n_features)?;
+        let scaled = self.forest.store.scale(&rows)?;
+        Ok(self.forest.apply(&scaled, rows.n_rows()))
+    }
+
+    /// Sets (or with `None` removes) the observer of training passes, as the classifier's
+    /// [`set_progress`](crate::MondrianForestClassifier::set_progress).
+    pub fn set_progress(&mut self, progress: Option<Progress>) {
+        self.forest.progress = progress;
     }
 
     /// Re-estimates θ from the labels (by the heuristic, or by maximising the marginal
@@ -483,12 +575,13 @@ impl MondrianForestRegressor {
             .targets
             .iter()
             .all(|y| y.is_finite() && y.abs() <= MAX_TARGET);
-        let held: Vec<f64> = store.live_targets().collect();
-        let scale = held.iter().fold(0.0f64, |m, y| m.max(y.abs()));
-        if !targets_ok
-            || !self.labels.is_valid()
-            || !self.labels.agrees_with(&Moments::of(&held), scale)
-        {
+        let mut exact = Moments::default();
+        let mut scale = 0.0f64;
+        for (y, w) in store.live_weighted_targets() {
+            exact.push(y, w);
+            scale = scale.max(y.abs());
+        }
+        if !targets_ok || !self.labels.is_valid() || !self.labels.agrees_with(&exact, scale) {
             return Err(MondrianError::CorruptModel(
                 "the stored targets do not match the model".into(),
             ));
@@ -544,6 +637,15 @@ impl<T: FeatureValue> Fit<T> for MondrianForestRegressor {
 impl<T: FeatureValue> PartialFit<T> for MondrianForestRegressor {
     fn partial_fit(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
         MondrianForestRegressor::partial_fit(self, x, n_features, y)
+    }
+}
+
+impl<T: FeatureValue> WeightedFit<T> for MondrianForestRegressor {
+    fn fit_weighted(&mut self, x: &[T], d: usize, y: &[f64], w: &[f64]) -> Result<()> {
+        MondrianForestRegressor::fit_weighted(self, x, d, y, w)
+    }
+    fn partial_fit_weighted(&mut self, x: &[T], d: usize, y: &[f64], w: &[f64]) -> Result<()> {
+        MondrianForestRegressor::partial_fit_weighted(self, x, d, y, w)
     }
 }
 
@@ -604,8 +706,28 @@ impl Weighed for MondrianForestRegressor {
     fn made_a_split(&self) -> bool {
         made_a_split(&self.forest.trees)
     }
-    /// Negative log predictive density of held-out rows, summed (the NLPD's numerator).
-    fn held_out_loss<T: FeatureValue>(&self, x: &[T], n_features: usize, y: &[f64]) -> Result<f64> {
-        Ok(-self.log_density(x, n_features, y)?.iter().sum::<f64>())
+    /// Negative log predictive density of held-out rows, weighted and summed (the NLPD's
+    /// numerator).
+    fn held_out_loss<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        weights: Option<&[f64]>,
+    ) -> Result<f64> {
+        let densities = self.log_density(x, n_features, y)?;
+        Ok(-match weights {
+            Some(w) => densities.iter().zip(w).map(|(l, w)| w * l).sum::<f64>(),
+            None => densities.iter().sum::<f64>(),
+        })
+    }
+    fn fit_rows<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        weights: Option<&[f64]>,
+    ) -> Result<()> {
+        self.train(x, n_features, y, true, weights)
     }
 }

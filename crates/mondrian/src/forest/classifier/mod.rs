@@ -1,127 +1,24 @@
 //! `MondrianForestClassifier`: the online Mondrian forest of spec `mf-classification.md`.
 
+mod params;
+
+pub use params::ClassifierParams;
+
 use serde::{Deserialize, Serialize};
 
+use super::weights::drop_zero_weights;
 use super::{
-    initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed, shares,
-    split_relevance, Forest, ForestSummary, Growth, Pool, Weighed,
+    check_sample_weights, initial_weights, learn_feature_weights, learn_relevance, made_a_split,
+    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, Pool, Progress, Weighed,
 };
 use crate::data::{
-    validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
-    MAX_THREADS,
+    FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_THREADS,
 };
 use crate::error::{MondrianError, Result};
 use crate::metrics::argmax;
-use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict};
+use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict, WeightedFit};
 use crate::stats::label::{BranchCounts, LabelCounts, LabelModel, LabelScratch};
 use crate::tree::{MondrianTree, PauseRule, TrainingPoints};
-
-/// Hyper-parameters of a [`MondrianForestClassifier`] (spec §1.5). The defaults are the
-/// paper's experimental settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassifierParams {
-    /// Number of trees M.
-    pub n_trees: usize,
-    /// Lifetime λ of the Mondrian process; `f64::INFINITY` grows trees until every block
-    /// is paused or holds identical points.
-    pub lifetime: f64,
-    /// The discount rate is γ = `discount_factor` × D (spec §3.1: 10·D on \[0,1\] features),
-    /// with D = Σ_d w_d under feature weights.
-    pub discount_factor: f64,
-    /// Master seed; tree t draws from a generator seeded by (seed, t).
-    pub seed: u64,
-    /// Worker threads for training and prediction; 0 uses every core. The fitted model
-    /// does not depend on it. With more than one, a point-by-point stream of `partial_fit`
-    /// calls has a helper thread per further core spin for up to half a millisecond after
-    /// each call, ready for the next point (at most that much of a core per call).
-    ///
-    /// Not saved with the model, so that model files do not depend on it: a loaded model
-    /// uses every core until `set_n_threads` says otherwise.
-    #[serde(skip)]
-    pub n_threads: usize,
-    /// A memory budget in bytes for training: a call whose forest would need more (by
-    /// [`memory::forest_bytes`](crate::memory::forest_bytes)) is refused with
-    /// [`MondrianError::MemoryLimit`](crate::MondrianError::MemoryLimit) before anything
-    /// grows. `None` uses what the machine has left ([`memory::machine_room`](crate::memory::machine_room)).
-    /// Not saved with the model.
-    #[serde(skip)]
-    pub max_memory: Option<u64>,
-    /// Online bagging: each tree takes each example Poisson(1) times (spec
-    /// `bayesian-trees.md` §6.2). Keeps online ≡ batch.
-    pub bagging: bool,
-    /// Pause blocks whose labels are all equal (spec §2.3).
-    pub pause_on_pure: bool,
-    /// Pause blocks with fewer points than this (spec §5).
-    pub min_samples_split: usize,
-    /// Counts of the branch-off node in prediction (spec §4.3).
-    pub branch_counts: BranchCounts,
-    /// Number of classes, when known up front. Otherwise K grows with the largest label
-    /// seen so far (see [`MondrianForestClassifier::partial_fit`]).
-    pub n_classes: Option<usize>,
-    /// How features are scaled before they reach the trees.
-    pub scaling: Scaling,
-    /// Per-feature stretch after the scaling, fixed by the first training call;
-    /// [`FeatureWeights::Relevance`] learns it from a pilot forest (n·Gini removed).
-    pub feature_weights: FeatureWeights,
-    /// Keep only the last `window` training points (a sliding window): older points are
-    /// deleted exactly as newer ones arrive, so the forest is distributed as a batch forest
-    /// on the last `window` points and its memory is bounded by them. `None` keeps all.
-    pub window: Option<usize>,
-}
-
-impl Default for ClassifierParams {
-    fn default() -> Self {
-        ClassifierParams {
-            n_trees: 100,
-            lifetime: f64::INFINITY,
-            discount_factor: 10.0,
-            seed: 0,
-            n_threads: 0,
-            max_memory: None,
-            bagging: false,
-            pause_on_pure: true,
-            min_samples_split: 2,
-            branch_counts: BranchCounts::Paper,
-            n_classes: None,
-            scaling: Scaling::FirstBatch,
-            feature_weights: FeatureWeights::Uniform,
-            window: None,
-        }
-    }
-}
-
-impl ClassifierParams {
-    /// Checks every value once, so training never meets an invalid setting.
-    pub fn validate(&self) -> Result<()> {
-        let bad = |name, reason: &str| {
-            Err(MondrianError::InvalidParameter {
-                name,
-                reason: reason.to_string(),
-            })
-        };
-        validate_sizes(self.n_trees, self.n_threads)?;
-        if self.lifetime.is_nan() || self.lifetime <= 0.0 {
-            return bad("lifetime", "must be > 0 (or infinite)");
-        }
-        if self.min_samples_split == 0 {
-            return bad("min_samples_split", "must be at least 1");
-        }
-        crate::data::validate_window(self.window)?;
-        if !self.discount_factor.is_finite() || self.discount_factor < 0.0 {
-            return bad("discount_factor", "must be finite and ≥ 0");
-        }
-        if self.n_classes == Some(0) {
-            return bad("n_classes", "must be at least 1");
-        }
-        if self.n_classes.is_some_and(|k| k > u32::MAX as usize) {
-            return bad("n_classes", "too many classes");
-        }
-        if let Scaling::Ranges(r) = &self.scaling {
-            FeatureScaler::from_ranges(r)?;
-        }
-        self.feature_weights.validate(None)
-    }
-}
 
 /// An online Mondrian forest classifier (\[P\] Lakshminarayanan et al. 2014; spec
 /// `mf-classification.md`).
@@ -311,6 +208,34 @@ impl MondrianForestClassifier {
     /// `x` (unless ranges were given) and samples every tree from `MT(λ, D)`.
     /// `x` is row-major with `n_features` columns; `y` holds class indices.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
+        self.fit_with(x, n_features, y, None)
+    }
+
+    /// [`fit`](Self::fit) with a sample weight per row: a row of integer weight k counts as
+    /// k copies of the row (the trees have exactly the law of a fit on the rows repeated),
+    /// a row of weight 0 is counted (it has an id) but not learnt, and a fractional weight
+    /// is rounded at random per tree, unbiased; with bagging a tree takes Poisson(w)
+    /// copies (see [`multiplicity`](crate::forest::multiplicity)). The scaling, learnt
+    /// feature weights and class count come from the rows of positive weight. A negative,
+    /// NaN or infinite weight, or one above
+    /// [`MAX_SAMPLE_WEIGHT`](crate::forest::MAX_SAMPLE_WEIGHT), is an error.
+    pub fn fit_weighted<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        sample_weight: &[f64],
+    ) -> Result<()> {
+        self.fit_with(x, n_features, y, Some(sample_weight))
+    }
+
+    fn fit_with<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        weights: Option<&[f64]>,
+    ) -> Result<()> {
         let rows = Rows::new(x, n_features)?;
         rows.validate(None)?;
         if rows.n_rows() == 0 {
@@ -320,11 +245,15 @@ impl MondrianForestClassifier {
         let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
         let k = fresh.check_labels(y, rows.n_rows())?;
         fresh.check_memory(rows.n_rows(), n_features, k)?;
-        fresh.initialise(&rows, k, y)?;
+        if let Some(w) = weights {
+            check_sample_weights(w, rows.n_rows())?;
+        }
+        fresh.initialise(&rows, k, y, weights)?;
         let scaled = fresh.forest.store.scale(&rows)?;
         fresh.forest.pool = std::mem::take(&mut self.forest.pool);
+        fresh.forest.progress = self.forest.progress.take();
         *self = fresh;
-        self.learn(&scaled, y);
+        self.learn(&scaled, y, weights);
         Ok(())
     }
 
@@ -333,9 +262,9 @@ impl MondrianForestClassifier {
     /// forest holds goes in as one set ([`MondrianTree::extend_many`](crate::tree::MondrianTree::extend_many)),
     /// a smaller one point by point in row order.
     ///
-    /// The first call fixes the number of features and, with [`Scaling::FirstBatch`], the
+    /// The first call fixes the number of features and, with [`Scaling::FirstBatch`](crate::Scaling::FirstBatch), the
     /// feature scaling (so a first mini-batch should be representative, or ranges should
-    /// be given through [`Scaling::Ranges`]); the scaling is never moved afterwards, because
+    /// be given through [`Scaling::Ranges`](crate::Scaling::Ranges)); the scaling is never moved afterwards, because
     /// that would bend the trees already grown. Points outside the first batch's range are
     /// fine: the trees extend to them.
     ///
@@ -348,19 +277,45 @@ impl MondrianForestClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<()> {
+        self.partial_fit_with(x, n_features, y, None)
+    }
+
+    /// [`partial_fit`](Self::partial_fit) with a sample weight per row, as in
+    /// [`fit_weighted`](Self::fit_weighted).
+    pub fn partial_fit_weighted<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        sample_weight: &[f64],
+    ) -> Result<()> {
+        self.partial_fit_with(x, n_features, y, Some(sample_weight))
+    }
+
+    fn partial_fit_with<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        weights: Option<&[f64]>,
+    ) -> Result<()> {
         self.forest.check_trainable()?;
         let rows = self.forest.store.rows(x, n_features)?;
+        let k = self.check_labels(y, rows.n_rows())?;
+        if let Some(w) = weights {
+            check_sample_weights(w, rows.n_rows())?;
+        }
         if rows.n_rows() == 0 {
             return Ok(());
         }
-        let k = self.check_labels(y, rows.n_rows())?;
         self.check_memory(rows.n_rows(), n_features, k.max(self.n_classes))?;
         // Every check runs before the model changes: a refused batch leaves it untouched.
         let scaled = if self.forest.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
-            fresh.initialise(&rows, k, y)?;
+            fresh.initialise(&rows, k, y, weights)?;
             let scaled = fresh.forest.store.scale(&rows)?;
             fresh.forest.pool = std::mem::take(&mut self.forest.pool);
+            fresh.forest.progress = self.forest.progress.take();
             *self = fresh;
             scaled
         } else {
@@ -373,7 +328,7 @@ impl MondrianForestClassifier {
             }
             scaled
         };
-        self.learn(&scaled, y);
+        self.learn(&scaled, y, weights);
         Ok(())
     }
 
@@ -428,39 +383,93 @@ impl MondrianForestClassifier {
         }
     }
 
-    /// Takes scaled rows and their labels into the forest.
-    fn learn(&mut self, scaled: &[crate::process::Feature], y: &[usize]) {
+    /// Takes scaled rows, their labels and sample weights into the forest.
+    fn learn(&mut self, scaled: &[crate::process::Feature], y: &[usize], weights: Option<&[f64]>) {
         let labels: Vec<u32> = y.iter().map(|&k| k as u32).collect();
         let growth = self.growth();
-        self.forest.learn(scaled, &labels, growth);
+        self.forest.learn(scaled, &labels, weights, growth);
     }
 
+    /// When blocks pause (spec §2.3, §5).
+    fn pause_rule(&self) -> PauseRule {
+        PauseRule {
+            pause_on_pure: self.params.pause_on_pure,
+            min_samples_split: self.params.min_samples_split,
+        }
+    }
+
+    /// Fixes what the first training call fixes (the scaling and feature weights, from the
+    /// rows of positive weight) and plants the trees.
     fn initialise<T: FeatureValue>(
         &mut self,
         rows: &Rows<T>,
         n_classes: usize,
         y: &[usize],
+        weights: Option<&[f64]>,
     ) -> Result<()> {
-        self.forest.store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = initial_weights(self, rows, y)?;
-        if let Some(w) = weights {
+        let kept = drop_zero_weights(rows, y, weights);
+        let (rows, y, weights) = match &kept {
+            Some((x, y, w)) => (Rows::new(x, rows.n_features())?, &y[..], Some(&w[..])),
+            None => (*rows, y, weights),
+        };
+        if rows.n_rows() == 0 {
+            return Err(MondrianError::EmptyData("every sample weight is 0"));
+        }
+        self.forest.store.start(&rows, &self.params.scaling)?;
+        let (feature_weights, choice) = initial_weights(self, &rows, y, weights)?;
+        if let Some(w) = feature_weights {
             self.forest.store.reweight(&w)?;
         }
         self.forest.store.relevance = choice;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
-        let pause = PauseRule {
-            pause_on_pure: self.params.pause_on_pure,
-            min_samples_split: self.params.min_samples_split,
-        };
         let k = self.n_classes;
         self.forest.plant(
             self.params.n_trees,
             self.params.lifetime,
-            pause,
+            self.pause_rule(),
             self.params.seed,
             || LabelCounts::new(k),
         );
         Ok(())
+    }
+
+    /// Grows `n_more` trees on the points the forest holds and adds them (warm start); the
+    /// trees it had are unchanged. Tree t is seeded by (seed, t) and takes each point's
+    /// copies by (seed, t, id), so after a single `fit` the forest is the one a fit with
+    /// the larger tree count would have given; after online training or forgetting, each
+    /// new tree has the law of a tree batch-fitted on the points held (spec §2.6).
+    pub fn add_trees(&mut self, n_more: usize) -> Result<()> {
+        if self.forest.store.n_features.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        let mut params = self.params.clone();
+        params.n_trees = params.n_trees.saturating_add(n_more);
+        params.validate()?;
+        let (k, pause, growth) = (self.n_classes, self.pause_rule(), self.growth());
+        self.forest
+            .add_trees(n_more, params.lifetime, pause, growth, || {
+                LabelCounts::new(k)
+            });
+        self.params = params;
+        Ok(())
+    }
+
+    /// The leaf each row reaches in each tree (node ids, row-major `n_rows × n_trees`), as
+    /// scikit-learn's forests `apply`; [`NO_LEAF`](crate::forest::NO_LEAF) for a tree that
+    /// holds no point (bagging can leave one empty).
+    pub fn apply<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<u32>> {
+        if self.forest.store.scaler.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        let rows = self.forest.store.rows(x, n_features)?;
+        let scaled = self.forest.store.scale(&rows)?;
+        Ok(self.forest.apply(&scaled, rows.n_rows()))
+    }
+
+    /// Sets (or with `None` removes) the observer that hears how far each training pass
+    /// over the trees has got; the model does not depend on it, and it is not saved.
+    pub fn set_progress(&mut self, progress: Option<Progress>) {
+        self.forest.progress = progress;
     }
 
     /// Gini impurity mass (`n·Gini = n − Σ_k c_k²/n`) of the training labels that the
@@ -554,6 +563,8 @@ impl MondrianForestClassifier {
                         out_block,
                     );
                 }
+                // The average of M probabilities near 1 may round above it.
+                out_block.iter_mut().for_each(|p| *p = p.min(1.0));
             },
         );
         Ok(out)
@@ -639,12 +650,6 @@ impl MondrianForestClassifier {
     }
 }
 
-impl Params for ClassifierParams {
-    fn validate(&self) -> Result<()> {
-        ClassifierParams::validate(self)
-    }
-}
-
 impl Model for MondrianForestClassifier {
     type Target = usize;
     type Params = ClassifierParams;
@@ -671,6 +676,15 @@ impl<T: FeatureValue> Fit<T> for MondrianForestClassifier {
 impl<T: FeatureValue> PartialFit<T> for MondrianForestClassifier {
     fn partial_fit(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
         MondrianForestClassifier::partial_fit(self, x, n_features, y)
+    }
+}
+
+impl<T: FeatureValue> WeightedFit<T> for MondrianForestClassifier {
+    fn fit_weighted(&mut self, x: &[T], d: usize, y: &[usize], w: &[f64]) -> Result<()> {
+        MondrianForestClassifier::fit_weighted(self, x, d, y, w)
+    }
+    fn partial_fit_weighted(&mut self, x: &[T], d: usize, y: &[usize], w: &[f64]) -> Result<()> {
+        MondrianForestClassifier::partial_fit_weighted(self, x, d, y, w)
     }
 }
 
@@ -733,19 +747,34 @@ impl Weighed for MondrianForestClassifier {
         }
     }
 
-    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)`.
+    /// Log-loss of held-out rows, weighted and summed: `−Σ w log p(y | x)`.
     fn held_out_loss<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[usize],
+        weights: Option<&[f64]>,
     ) -> Result<f64> {
         let k = self.n_classes;
         let proba = self.predict_proba(x, n_features)?;
         Ok(-proba
             .chunks_exact(k)
             .zip(y)
-            .map(|(p, &c)| p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln())
+            .enumerate()
+            .map(|(i, (p, &c))| {
+                let w = weights.map_or(1.0, |w| w[i]);
+                w * p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln()
+            })
             .sum::<f64>())
+    }
+
+    fn fit_rows<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        weights: Option<&[f64]>,
+    ) -> Result<()> {
+        self.fit_with(x, n_features, y, weights)
     }
 }
