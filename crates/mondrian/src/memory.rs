@@ -159,8 +159,9 @@ pub fn check(needed: u64, budget: Option<u64>, what: impl FnOnce() -> String) ->
 }
 
 /// Refuses a training call that takes a forest from about `before` to `after` bytes (see
-/// [`forest_bytes`]) when `after` exceeds `budget`, or, without one, when the growth
-/// exceeds the machine's room (what the forest holds already is not free memory).
+/// [`forest_bytes`]) when `after` exceeds `budget`, or, without one, when a growth of at
+/// least 64 MiB exceeds the machine's room (what the forest holds already is not free
+/// memory; smaller growths, such as a streamed point's, skip reading the machine's state).
 pub fn check_growth(
     before: u64,
     after: u64,
@@ -169,9 +170,15 @@ pub fn check_growth(
 ) -> Result<()> {
     match budget {
         Some(_) => check(after, budget, what),
+        // The machine's room is read from files; a call that grows the forest by less than
+        // this (a streamed point, a small batch) is not worth those reads on every call.
+        None if after.saturating_sub(before) < MACHINE_CHECK_FROM => Ok(()),
         None => check(after.saturating_sub(before), None, what),
     }
 }
+
+/// Growth below which [`check_growth`] does not consult the machine (64 MiB).
+const MACHINE_CHECK_FROM: u64 = 64 << 20;
 
 /// `bytes` in the largest unit that keeps a number of at least 1 (for messages).
 pub fn human_bytes(bytes: u64) -> String {
@@ -258,6 +265,14 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn small_growth_skips_the_machine_but_never_a_budget() {
+        // Below 64 MiB of growth the machine is not consulted, whatever it has left.
+        assert!(check_growth(0, MACHINE_CHECK_FROM - 1, None, String::new).is_ok());
+        // A budget is always enforced, however small the step.
+        assert!(check_growth(100, 101, Some(100), String::new).is_err());
     }
 
     #[test]
