@@ -31,7 +31,7 @@ fn forest(calibration: Calibration, threads: usize) -> MondrianForestRegressor {
         seed: 3,
         n_threads: threads,
         calibration,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -212,7 +212,7 @@ fn learnt_weights_and_cv_calibration_fit_the_smallest_data() {
             min_samples_split: 2,
             feature_weights: weights.clone(),
             calibration: Calibration::Cv,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 2, &y)

@@ -22,7 +22,7 @@ fn regressor(mode: PredictionMode, n_trees: usize, seed: u64) -> MondrianForestR
         n_trees,
         mode,
         seed,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -314,7 +314,7 @@ fn ninety_percent_intervals_cover_ninety_percent_of_data_from_the_model() {
             n_trees: 20,
             min_samples_split: mss,
             seed: rep,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x[..1000], 2, &y[..500]).unwrap();
@@ -453,7 +453,7 @@ fn streaming_matches_batch_quality_and_is_thread_independent() {
         mode: PredictionMode::Fast,
         seed: 8,
         scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     for (xi, yi) in x.chunks(2).zip(&y) {
@@ -473,7 +473,7 @@ fn streaming_matches_batch_quality_and_is_thread_independent() {
         n_trees: 12,
         seed: 3,
         n_threads: 2,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     one.set_n_threads(1);
@@ -543,25 +543,25 @@ fn bad_input_is_refused_and_changes_nothing() {
     for bad in [
         RegressorParams {
             n_trees: 0,
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             min_samples_split: 0,
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             hyper: mondrian::HyperSettings {
                 noise: NoiseRule::Fixed(-1.0),
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             hyper: mondrian::HyperSettings {
                 k_cap: f64::NAN,
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
     ] {
         assert!(matches!(
@@ -642,7 +642,7 @@ fn marginal_likelihood_estimate_raises_the_forest_objective() {
                 estimate,
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 2, &y).unwrap();

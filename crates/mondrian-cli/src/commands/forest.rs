@@ -137,25 +137,28 @@ pub(crate) struct ForestArgs {
     /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
     /// forest on the training data; `relevance:P` raises the learnt weights to the power
     /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
-    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
-    /// comma-separated.
-    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
-    pub(crate) feature_weights: FeatureWeights,
+    /// the held-out log-loss or NLPD), `auto` (`relevance:cv` when the training data has at
+    /// least 100 rows, else `uniform`) or one weight per feature, comma-separated
+    /// [default: uniform for classification, auto for regression].
+    #[arg(long, value_parser = parse_feature_weights)]
+    pub(crate) feature_weights: Option<FeatureWeights>,
     /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
-    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
-    /// keeps the forest's own quantiles [default: none].
+    /// of the training data (quantile recalibration); `none` keeps the forest's own
+    /// quantiles; `auto` is `cv` when the training data has at least 100 rows, else `none`
+    /// [default: auto].
     #[arg(long, value_enum)]
     pub(crate) calibration: Option<CalibrationArg>,
 }
 
 impl ForestArgs {
     /// The settings of a model fed one row at a time from its first row: nothing learnt
-    /// from the whole file beforehand (uniform feature weights, no recalibration).
+    /// from the whole file beforehand (the default weights and calibration, which a first
+    /// call of one row leaves uniform and off).
     pub(crate) fn streaming(model: &ModelArgs) -> ForestArgs {
         ForestArgs {
             model: model.clone(),
             online: true,
-            feature_weights: FeatureWeights::Uniform,
+            feature_weights: None,
             calibration: None,
         }
     }
@@ -197,9 +200,9 @@ pub(crate) struct ModelArgs {
     /// Counts of the branch-off node in prediction (classification).
     #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
     pub(crate) branch_counts: BranchArg,
-    /// Predictive of the regression forest.
-    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
-    pub(crate) mode: ModeArg,
+    /// Predictive of the regression forest [default: fast].
+    #[arg(long, value_enum)]
+    pub(crate) mode: Option<ModeArg>,
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     pub(crate) theta: ThetaArg,
@@ -239,6 +242,8 @@ pub(crate) enum CalibrationArg {
     None,
     /// Quantile recalibration from cross-validated PITs.
     Cv,
+    /// `cv` when the training data has at least 100 rows, else `none`.
+    Auto,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -251,7 +256,7 @@ pub(crate) enum ThetaArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum ModeArg {
-    /// Exact Gaussian belief propagation, branch-off at its expected time (default).
+    /// Exact Gaussian belief propagation, branch-off at its expected time (the thesis').
     Exact,
     /// Exact, averaging the branch-off time by 16-point quadrature.
     Quadrature,

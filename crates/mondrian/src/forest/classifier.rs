@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed, shares,
-    split_relevance, Forest, ForestSummary, Growth, Pool, Weighed,
+    split_relevance, Forest, ForestSummary, Growth, HeldOut, Pool, Weighed,
 };
 use crate::data::{
     validate_sizes, FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
@@ -391,11 +391,11 @@ impl MondrianForestClassifier {
         y: &[usize],
     ) -> Result<()> {
         self.forest.store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = initial_weights(self, rows, y)?;
-        if let Some(w) = weights {
+        let initial = initial_weights(self, rows, y)?;
+        if let Some(w) = initial.weights {
             self.forest.store.reweight(&w)?;
         }
-        self.forest.store.relevance = choice;
+        self.forest.store.relevance = initial.choice;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let pause = PauseRule {
             pause_on_pure: self.params.pause_on_pure,
@@ -657,6 +657,12 @@ impl Weighed for MondrianForestClassifier {
             ..params.clone()
         }
     }
+    fn with_seed(params: &ClassifierParams, seed: u64) -> ClassifierParams {
+        ClassifierParams {
+            seed,
+            ..params.clone()
+        }
+    }
     fn seed(&self) -> u64 {
         self.params.seed
     }
@@ -678,19 +684,22 @@ impl Weighed for MondrianForestClassifier {
         }
     }
 
-    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)`.
-    fn held_out_loss<T: FeatureValue>(
+    /// Log-loss of held-out rows, summed: `−Σ log p(y | x)` (no PITs: labels have no
+    /// order).
+    fn held_out<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[usize],
-    ) -> Result<f64> {
+        _pits: bool,
+    ) -> Result<HeldOut> {
         let k = self.n_classes;
         let proba = self.predict_proba(x, n_features)?;
-        Ok(-proba
+        let loss = -proba
             .chunks_exact(k)
             .zip(y)
             .map(|(p, &c)| p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln())
-            .sum::<f64>())
+            .sum::<f64>();
+        Ok(HeldOut { loss, pits: vec![] })
     }
 }

@@ -23,12 +23,14 @@ mod relevance;
 mod store;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
-pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams};
+pub use regressor::{
+    Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams, CV_MAX_TREES,
+};
 
 pub(crate) use pool::Pool;
 pub(crate) use relevance::{
     cv_folds, initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed,
-    shares, split_relevance, split_rows, Weighed,
+    shares, split_relevance, split_rows, HeldOut, Initial, Weighed,
 };
 pub(crate) use store::PointStore;
 

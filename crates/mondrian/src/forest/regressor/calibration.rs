@@ -20,28 +20,37 @@ impl MondrianForestRegressor {
             crate::forest::pilot_seed(self.params.seed),
             ("calibration", "calibration cv"),
         )?;
-        let params = RegressorParams {
-            calibration: Calibration::None,
-            feature_weights,
-            ..self.params.clone()
-        };
+        let params = self.fold_params(feature_weights);
         let mut pits = Vec::with_capacity(n);
         for held in &folds {
             let (fit_x, fit_y, val_x, val_y) = crate::forest::split_rows(rows, y, held);
             let mut forest = MondrianForestRegressor::new(params.clone())?;
             forest.fit(&fit_x, d, &fit_y)?;
-            pits.extend(forest.cdf(&val_x, d, &val_y)?);
+            pits.extend(forest.log_density_and_cdf(&val_x, d, &val_y)?.1);
         }
         pits.sort_by(f64::total_cmp);
         Ok(pits)
     }
 
+    /// The parameters of the forests a cross-validation fits on each fold: this forest's,
+    /// without calibration, with the given feature weights and at most
+    /// [`CV_MAX_TREES`](super::CV_MAX_TREES) trees.
+    pub(super) fn fold_params(&self, feature_weights: FeatureWeights) -> RegressorParams {
+        RegressorParams {
+            calibration: Calibration::None,
+            feature_weights,
+            n_trees: self.params.n_trees.min(super::CV_MAX_TREES),
+            ..self.params.clone()
+        }
+    }
+
     /// Sorted PITs of these rows by 5-fold cross-validation with forests of this forest's
-    /// parameters, without training this forest. A stream can compute them from a sample
-    /// and hand them to [`set_calibration`](Self::set_calibration). They equal what
-    /// [`Calibration::Cv`] computes when the feature weights are uniform or given; learnt
-    /// weights are learnt again in each fold here, so to reproduce a batch fit pass the
-    /// weights it fixes (from `learn_feature_weights`) as [`FeatureWeights::Given`].
+    /// parameters (at most [`CV_MAX_TREES`](super::CV_MAX_TREES) trees), without training
+    /// this forest. A stream can compute them from a sample and hand them to
+    /// [`set_calibration`](Self::set_calibration). They equal what [`Calibration::Cv`]
+    /// computes when the feature weights are uniform or given; learnt weights are learnt
+    /// again in each fold here (with `relevance:cv`, a batch fit takes the PITs of the
+    /// chosen power's fold forests instead).
     pub fn cross_validated_pits<T: FeatureValue>(
         &self,
         x: &[T],
