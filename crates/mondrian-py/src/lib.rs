@@ -262,9 +262,9 @@ impl RegressorCore {
     /// classifier.
     #[new]
     #[pyo3(signature = (
-        n_trees = 10,
-        min_samples_split = 10,
-        mode = "exact",
+        n_trees = 100,
+        min_samples_split = 5,
+        mode = "fast",
         seed = 0,
         n_threads = 1,
         bagging = false,
@@ -275,7 +275,7 @@ impl RegressorCore {
         noise = None,
         theta_estimate = "heuristic",
         feature_weights = None,
-        calibration = "none",
+        calibration = "auto",
         window = None,
     ))]
     #[allow(clippy::too_many_arguments)]

@@ -170,7 +170,7 @@ pub(crate) struct ModelArgs {
     /// What to learn: class labels (integers) or real-valued targets.
     #[arg(long, value_enum, default_value_t = TaskArg::Classification)]
     pub(crate) task: TaskArg,
-    /// Number of trees [default: 100 for classification, 10 for regression].
+    /// Number of trees [default: 100].
     #[arg(long)]
     pub(crate) trees: Option<usize>,
     /// Lifetime λ of the classification forest: `inf` or a number > 0 [default: inf]. The
@@ -193,7 +193,7 @@ pub(crate) struct ModelArgs {
     /// Do not pause label-pure blocks.
     #[arg(long)]
     pub(crate) no_pause: bool,
-    /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
+    /// Pause blocks with fewer points than this [default: 2 for classification, 5 for
     /// regression].
     #[arg(long)]
     pub(crate) min_samples_split: Option<usize>,
