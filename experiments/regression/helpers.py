@@ -184,6 +184,7 @@ def mf_sharpness(binary, train_csv, test_csv, seed, trees, mode, tmp: Path, y_te
     model = tmp / f"mf_{mode}.model"
     run_cli(binary, ["train", "--task", "regression", "--train", str(train_csv), "--model", str(model),
                      "--trees", str(trees), "--min-samples-split", "10", "--mode", mode,
+                     "--feature-weights", "uniform", "--calibration", "none",
                      "--seed", str(seed), "--threads", "1"])
     out, _ = run_cli(binary, ["predict", "--model", str(model), "--input", str(test_csv), "--threads", "1"])
     rows = np.array([[float(v) for v in ln.split(",")] for ln in out.strip().splitlines()[1:]])

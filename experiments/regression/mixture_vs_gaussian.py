@@ -51,6 +51,7 @@ def main() -> int:
                     d = R.mf_eval(B, trc, tec, k, 10, mode, False)
                     R.run_cli(B, ["train", "--task", "regression", "--train", str(trc), "--model", str(model),
                                   "--trees", "10", "--min-samples-split", "10", "--mode", mode,
+                                  "--feature-weights", "uniform", "--calibration", "none",
                                   "--seed", str(k), "--threads", "1"])
                     out, _ = R.run_cli(B, ["predict", "--model", str(model), "--input", str(tec), "--threads", "1"])
                     pr = np.array([[float(v) for v in ln.split(",")] for ln in out.strip().splitlines()[1:]])

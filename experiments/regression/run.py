@@ -12,7 +12,7 @@ Protocol
   (numpy.random.default_rng(10_000 + k)); every method sees this same order.
 
 Methods (all on identical splits, in one Python process, one thread each)
-  MF exact      `mondrian eval --task regression --mode exact` (thesis defaults: 10 trees,
+  MF exact      `mondrian eval --task regression --mode exact` (the thesis settings: 10 trees,
                 min_samples_split 10), --seed k --threads 1.
   MF fast       the same with --mode fast.
   MF exact 100  the same as MF exact with --trees 100 (equal tree count to the sklearn

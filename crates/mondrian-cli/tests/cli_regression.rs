@@ -22,8 +22,35 @@ fn regression_eval_train_and_predict() {
     }
     // The target spans [−1, 3] with s.d. ≈ 0.95; a forest must do much better than that.
     assert!(v["rmse"].as_f64().unwrap() < 0.5, "{v}");
-    assert_eq!(v["trees"], 10);
     assert_eq!(v["n_test"], 100);
+    // The library's defaults: 100 trees, leaves below 5 points, the fast predictive, and on
+    // 300 rows (at least 100) relevance weights by cross-validation and recalibrated
+    // intervals.
+    assert_eq!(v["trees"], 100);
+    assert_eq!(v["min_samples_split"], 5);
+    assert_eq!(v["mode"], "Fast");
+    assert_eq!(v["relevance_choice"]["losses"].as_array().unwrap().len(), 5);
+    assert_eq!(v["calibration_pits"], 300);
+    // The thesis' settings stay reachable.
+    let thesis = eval_regression(
+        &train,
+        &test,
+        &[
+            "--trees",
+            "10",
+            "--min-samples-split",
+            "10",
+            "--mode",
+            "exact",
+            "--feature-weights",
+            "uniform",
+            "--calibration",
+            "none",
+        ],
+    );
+    assert_eq!(thesis["mode"], "Exact");
+    assert!(thesis["relevance_choice"].is_null() && thesis["calibration_pits"].is_null());
+    assert_eq!(thesis["feature_weights"], serde_json::json!([1.0, 1.0]));
 
     let model = dir.path().join("r.bin");
     mondrian()
@@ -95,7 +122,7 @@ fn regression_bad_input() {
 fn regression_interval_calibration() {
     let dir = tempfile::tempdir().unwrap();
     let (train, test) = regression_train_test(dir.path());
-    let plain = eval_regression(&train, &test, &[]);
+    let plain = eval_regression(&train, &test, &["--calibration", "none"]);
     assert!(plain["calibration_pits"].is_null());
     let probs = plain["interval_probabilities_90"]
         .as_array()
@@ -127,6 +154,16 @@ fn regression_interval_calibration() {
         online["interval_probabilities_90"],
         cv["interval_probabilities_90"]
     );
+    // The default (`auto`) is `cv` on these 300 rows, `none` below 100 rows.
+    let auto = eval_regression(&train, &test, &[]);
+    assert_eq!(
+        auto["interval_probabilities_90"],
+        cv["interval_probabilities_90"]
+    );
+    let small = write(dir.path(), "small.csv", &regression_csv(99, 0.0));
+    let few = eval_regression(&small, &test, &[]);
+    assert!(few["calibration_pits"].is_null() && few["relevance_choice"].is_null());
+    assert_eq!(few["feature_weights"], serde_json::json!([1.0, 1.0]));
     // Saved with the model: predict --interval uses it.
     let model = dir.path().join("cal.model");
     let train_cmd = |extra: &[&str], path: &Path| {
@@ -142,7 +179,7 @@ fn regression_interval_calibration() {
     };
     train_cmd(&["--calibration", "cv"], &model);
     let plain_model = dir.path().join("plain.model");
-    train_cmd(&[], &plain_model);
+    train_cmd(&["--calibration", "none"], &plain_model);
     let interval = |m: &Path| {
         let out = mondrian()
             .args(["predict", "--interval", "0.9", "--model"])

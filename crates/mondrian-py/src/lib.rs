@@ -165,6 +165,7 @@ fn feature_weights_spec<'py>(
             PyString::new(py, &format!("relevance:{power}")).into_any()
         }
         FeatureWeights::RelevanceCv => PyString::new(py, "relevance:cv").into_any(),
+        FeatureWeights::Auto => PyString::new(py, "auto").into_any(),
     })
 }
 

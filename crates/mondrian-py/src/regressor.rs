@@ -49,9 +49,9 @@ impl RegressorCore {
     /// classifier.
     #[new]
     #[pyo3(signature = (
-        n_trees = 10,
-        min_samples_split = 10,
-        mode = "exact",
+        n_trees = 100,
+        min_samples_split = 5,
+        mode = "fast",
         seed = 0,
         n_threads = 1,
         bagging = false,
@@ -62,7 +62,7 @@ impl RegressorCore {
         noise = None,
         theta_estimate = "heuristic",
         feature_weights = None,
-        calibration = "none",
+        calibration = "auto",
         window = None,
         max_memory = None,
     ))]
@@ -290,6 +290,7 @@ impl RegressorCore {
         let calibration = match p.calibration {
             Calibration::None => "none",
             Calibration::Cv => "cv",
+            Calibration::Auto => "auto",
         };
         d.set_item("calibration", calibration)?;
         d.set_item("window", p.window)?;

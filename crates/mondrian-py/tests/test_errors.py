@@ -147,7 +147,7 @@ def test_invalid_parameters(data, params, message):
         ({"k_cap": 0.5}, "invalid parameter `k_cap`: must be a finite number ≥ 1"),
         ({"gamma2_divisor": 0}, "invalid parameter `gamma2_divisor`: must be finite and > 0"),
         ({"noise": -1.0}, "invalid parameter `noise variance`: must be finite and > 0"),
-        ({"calibration": "yes"}, "invalid parameter `calibration`: `yes` is not `none` or `cv`"),
+        ({"calibration": "yes"}, "invalid parameter `calibration`: `yes` is not `none`, `cv` or `auto`"),
         ({"mode": "slow"}, "mode must be 'exact', 'quadrature' or 'fast'"),
         ({"mode": None}, "mode must be a string"),
         ({"k_cap": "5"}, "k_cap must be a real number"),

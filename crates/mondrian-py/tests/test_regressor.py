@@ -17,6 +17,11 @@ from mondrian_ml import MondrianForestRegressor
 from test_consistency import mondrian_bin
 
 
+# The thesis' settings besides the tree count and the mode, for tests written against them
+# before the defaults changed (uniform weights, the mixture's own intervals, leaves below 10).
+THESIS_REST = dict(min_samples_split=10, feature_weights=None, calibration="none")
+
+
 def wave(n, seed, noise=0.1):
     rng = np.random.default_rng(seed)
     X = rng.random((n, 2))
@@ -34,7 +39,8 @@ def test_sklearn_compatible(estimator, check):
 @pytest.mark.parametrize("mode", ["exact", "quadrature", "fast"])
 def test_uncertainty_grows_away_from_the_data(mode):
     X, y = wave(800, 1)
-    reg = MondrianForestRegressor(n_estimators=20, mode=mode, random_state=0).fit(X, y)
+    reg = MondrianForestRegressor(n_estimators=20, mode=mode, random_state=0, **THESIS_REST)
+    reg.fit(X, y)
     mean, std = reg.predict([[0.5, 0.5], [3.0, 3.0], [1e6, -1e6]], return_std=True)
     # Less sure away from the data. (Not necessarily monotone up to the far field: the
     # spread of the branch-off components' means adds to the variance on the way.)
@@ -49,7 +55,8 @@ def test_uncertainty_grows_away_from_the_data(mode):
 def test_variance_parts():
     X, y = wave(600, 4)
     Xt = np.vstack([wave(50, 5)[0], [[1e6, -1e6]]])
-    reg = MondrianForestRegressor(n_estimators=8, mode="fast", random_state=0).fit(X, y)
+    reg = MondrianForestRegressor(n_estimators=8, mode="fast", random_state=0, **THESIS_REST)
+    reg.fit(X, y)
     _, std = reg.predict(Xt, return_std=True)
     within, between = reg.predict_variance_parts(Xt)
     assert np.all(within > 0) and np.all(between >= 0)
@@ -59,7 +66,8 @@ def test_variance_parts():
     # Near the data the random partitions disagree.
     assert np.all(between[:-1] > 0)
     # One tree cannot disagree with itself.
-    one = MondrianForestRegressor(n_estimators=1, mode="fast", random_state=0).fit(X, y)
+    one = MondrianForestRegressor(n_estimators=1, mode="fast", random_state=0, **THESIS_REST)
+    one.fit(X, y)
     within, between = one.predict_variance_parts(Xt)
     assert np.all(between == 0)
     np.testing.assert_allclose(within, one.predict(Xt, return_std=True)[1] ** 2, rtol=1e-12)
@@ -68,7 +76,8 @@ def test_variance_parts():
 def test_accuracy_intervals_and_density():
     X, y = wave(2000, 2)
     Xt, yt = wave(1000, 3)
-    reg = MondrianForestRegressor(n_estimators=10, mode="fast", random_state=0).fit(X, y)
+    reg = MondrianForestRegressor(n_estimators=10, mode="fast", random_state=0, **THESIS_REST)
+    reg.fit(X, y)
     rmse = np.sqrt(np.mean((reg.predict(Xt) - yt) ** 2))
     assert rmse < 0.35 * yt.std()
     for kind in ("mixture", "gaussian"):
@@ -155,6 +164,32 @@ def test_predictions_equal_the_cli(tmp_path):
     np.testing.assert_allclose(std, cli[:, 1], atol=1e-8)
 
 
+def test_defaults_are_the_librarys_and_learn_on_a_batch_of_100_rows():
+    # 100 trees, leaves below 5 points, the fast predictive, and on a first training call of
+    # at least 100 rows relevance weights by cross-validation and recalibrated intervals
+    # (exactly "relevance:cv" and "cv"); a smaller first call, e.g. learn_one, keeps
+    # uniform weights and the mixture's own intervals.
+    params = MondrianForestRegressor().get_params()
+    assert (params["n_estimators"], params["min_samples_split"], params["mode"]) == (100, 5, "fast")
+    assert (params["feature_weights"], params["calibration"]) == ("auto", "auto")
+    X, y = wave(100, 16)
+    auto = MondrianForestRegressor(n_estimators=10, random_state=2).fit(X, y)
+    explicit = MondrianForestRegressor(
+        n_estimators=10, random_state=2, feature_weights="relevance:cv", calibration="cv"
+    ).fit(X, y)
+    assert auto.relevance_choice_ == explicit.relevance_choice_ is not None
+    np.testing.assert_array_equal(auto.calibration_, explicit.calibration_)
+    assert len(auto.calibration_) == 100
+    np.testing.assert_array_equal(auto.predict_interval(X), explicit.predict_interval(X))
+    small = MondrianForestRegressor(n_estimators=10, random_state=2).fit(X[:99], y[:99])
+    assert small.relevance_choice_ is None and small.calibration_ is None
+    np.testing.assert_array_equal(small.feature_weights_, [1.0, 1.0])
+    one = MondrianForestRegressor(n_estimators=10)
+    one.learn_one({"a": 0.5, "b": 0.5}, 1.0)
+    np.testing.assert_array_equal(one.feature_weights_, [1.0, 1.0])
+    assert one.calibration_ is None
+
+
 def test_bad_input():
     X, y = wave(50, 10)
     with pytest.raises(ValueError, match="(?i)nan|infinity"):
@@ -179,8 +214,9 @@ def test_marginal_likelihood_theta():
     # Noise s.d. 0.5 on a signal of s.d. about 0.7: the thesis rule sets σ² ≈ s²/1000,
     # the marginal likelihood a noise variance of the order of the truth (0.25).
     X, y = wave(1500, 12, noise=0.5)
-    heuristic = MondrianForestRegressor(random_state=0).fit(X, y)
-    ml = MondrianForestRegressor(theta_estimate="marginal_likelihood", random_state=0).fit(X, y)
+    thesis = dict(n_estimators=10, mode="exact", random_state=0, **THESIS_REST)
+    heuristic = MondrianForestRegressor(**thesis).fit(X, y)
+    ml = MondrianForestRegressor(theta_estimate="marginal_likelihood", **thesis).fit(X, y)
     assert heuristic.theta_["noise_var"] < 0.01
     assert 0.1 < ml.theta_["noise_var"] < 0.6
     Xt, yt = wave(500, 13, noise=0.5)
@@ -201,7 +237,7 @@ def test_feature_weights():
     learnt = MondrianForestRegressor(feature_weights="relevance", **kw).fit(X, y)
     w = learnt.feature_weights_
     assert w[0] == 1.0 and np.all(w[1:] < 0.2)
-    plain = MondrianForestRegressor(**kw).fit(X, y)
+    plain = MondrianForestRegressor(feature_weights=None, **kw).fit(X, y)
     np.testing.assert_array_equal(plain.feature_weights_, np.ones(5))
     imp = plain.feature_importances_
     assert imp.shape == (5,) and abs(imp.sum() - 1) < 1e-9 and imp.argmax() == 0
@@ -260,7 +296,8 @@ def test_interval_calibration():
         return X, np.sin(6 * X[:, 0]) + X[:, 1] + 0.02 * rng.standard_normal(n)
 
     (X, y), (Xc, yc), (Xt, yt) = rows(1000), rows(2000), rows(4000)
-    reg = MondrianForestRegressor(20, min_samples_split=5, mode="fast", random_state=3)
+    kw = dict(min_samples_split=5, mode="fast", random_state=3, feature_weights=None)
+    reg = MondrianForestRegressor(20, calibration="none", **kw)
     reg.fit(X, y)
     assert reg.calibration_ is None
     tol = 4 * np.sqrt(0.16 * (1 / 2000 + 1 / 4000))
@@ -279,9 +316,7 @@ def test_interval_calibration():
     assert abs(cover() - 0.8) <= tol, (own, cover())
     np.testing.assert_array_equal(reg.predict(Xt), mean)
     # calibration="cv": one PIT per training row, kept through pickling.
-    cv = MondrianForestRegressor(
-        20, min_samples_split=5, mode="fast", random_state=3, calibration="cv"
-    ).fit(X, y)
+    cv = MondrianForestRegressor(20, calibration="cv", **kw).fit(X, y)
     assert len(cv.calibration_) == 1000
     np.testing.assert_array_equal(cv.predict(Xt[:50]), reg.predict(Xt[:50]))
     back = pickle.loads(pickle.dumps(cv))

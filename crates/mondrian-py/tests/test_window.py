@@ -163,20 +163,22 @@ def test_forgetting_all_but_one_point_leaves_a_one_point_classifier(lifetime):
 @pytest.mark.parametrize("mode", ["exact", "quadrature", "fast"])
 def test_forgetting_all_but_a_few_points_leaves_their_regressor(mode):
     # Fewer points than min_samples_split (10): every tree is one leaf over them, the same
-    # for any seed; θ and the messages come from the points left.
+    # for any seed; θ and the messages come from the points left. (Uniform weights: weights
+    # learnt from the 300 rows would stay with the forest.)
     X, y = stream(300, 7)
     t = targets(X)
     Xt, _ = stream(50, 8)
     keep = [3, 50, 77, 120, 200]
-    a = regressor(mode=mode, random_state=1).fit(X, t)
+    kw = dict(mode=mode, min_samples_split=10, feature_weights=None, calibration="none")
+    a = regressor(random_state=1, **kw).fit(X, t)
     a.forget([i for i in range(300) if i not in keep])
-    b = regressor(mode=mode, random_state=2).fit(X[keep], t[keep])
+    b = regressor(random_state=2, **kw).fit(X[keep], t[keep])
     for key, value in b.theta_.items():
         assert a.theta_[key] == pytest.approx(value, rel=1e-12), key
     (ma, sa), (mb, sb) = a.predict(Xt, return_std=True), b.predict(Xt, return_std=True)
     np.testing.assert_allclose(ma, mb, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(sa, sb, rtol=1e-9)
-    c = regressor(mode=mode, random_state=2).fit(X[:5], t[:5])
+    c = regressor(random_state=2, **kw).fit(X[:5], t[:5])
     assert np.abs(c.predict(Xt) - ma).max() > 0.01
 
 

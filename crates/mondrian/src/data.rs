@@ -169,16 +169,28 @@ pub enum FeatureWeights {
     },
     /// [`Relevance`](Self::Relevance) with the power chosen on the first training call by
     /// [`RELEVANCE_CV_FOLDS`]-fold cross-validation among [`RELEVANCE_CV_POWERS`] (0 means
-    /// uniform weights): for each fold a pilot is grown on the other folds, a forest with
-    /// the forest's own parameters and the pilot's weights at each power is trained there,
-    /// and the power whose forests give the held-out rows the highest log-likelihood
-    /// (lowest log-loss, or NLPD for regression) wins; ties go to the smaller power. The
-    /// forest is then trained on all rows with the relevance weights at that power. It
-    /// costs about `5 · (1 + 5) + 2` forest fits on the first call. The choice and every
-    /// power's held-out loss are kept with the model ([`RelevanceChoice`]). Needs at least
+    /// uniform weights): for each fold a pilot with the forest's own parameters and uniform
+    /// weights is grown on the other folds (it is the forest of power 0), a forest with the
+    /// pilot's weights at each other power is trained there, and the power whose forests
+    /// give the held-out rows the highest log-likelihood (lowest log-loss, or NLPD for
+    /// regression) wins; ties go to the smaller power. The forest is then trained on all
+    /// rows with the relevance weights at that power. It costs `5 · 5` fold forests and two
+    /// forests on all rows on the first call (a regressor's fold forests have at most
+    /// [`CV_MAX_TREES`](crate::CV_MAX_TREES) trees). The choice and every power's held-out
+    /// loss are kept with the model ([`RelevanceChoice`]). Needs at least
     /// `2 · RELEVANCE_CV_FOLDS` rows.
     RelevanceCv,
+    /// [`RelevanceCv`](Self::RelevanceCv) when the first training call holds at least
+    /// [`AUTO_MIN_ROWS`] rows, [`Uniform`](Self::Uniform) otherwise: the regressor's default,
+    /// which learns its weights from a batch `fit` and still takes a stream from its first
+    /// point (a first `partial_fit` of one row keeps all weights 1 for good).
+    Auto,
 }
+
+/// Rows the first training call needs before [`FeatureWeights::Auto`] learns feature
+/// weights (and `Calibration::Auto` recalibrates the intervals): fewer make a noisy choice,
+/// and a 90 % interval from fewer than about 20 PITs is unbounded on one side.
+pub const AUTO_MIN_ROWS: usize = 100;
 
 /// Relevance powers that [`FeatureWeights::RelevanceCv`] compares (0: uniform weights).
 pub const RELEVANCE_CV_POWERS: [f64; 5] = [0.0, 0.25, 0.5, 1.0, 2.0];
@@ -270,13 +282,14 @@ pub const MAX_WEIGHT: f64 = 1e9;
 
 impl FeatureWeights {
     /// Reads `uniform`, `relevance`, `relevance:P` (power P), `relevance:cv` (power chosen by
-    /// cross-validation) or comma-separated weights,
+    /// cross-validation), `auto` or comma-separated weights,
     /// as the CLI and the Python package spell feature weights.
     pub fn parse(spec: &str) -> Result<FeatureWeights> {
         let weights = match spec.trim() {
             "uniform" => FeatureWeights::Uniform,
             "relevance" => FeatureWeights::RELEVANCE,
             "relevance:cv" => FeatureWeights::RelevanceCv,
+            "auto" => FeatureWeights::Auto,
             s => match s.strip_prefix("relevance:") {
                 Some(p) => FeatureWeights::Relevance {
                     power: p
@@ -294,8 +307,8 @@ impl FeatureWeights {
                         .map_err(|_| MondrianError::InvalidParameter {
                             name: "feature_weights",
                             reason: format!(
-                                "`{s}` is not `uniform`, `relevance[:power]`, `relevance:cv` \
-                                 or a comma-separated list of numbers"
+                                "`{s}` is not `uniform`, `relevance[:power]`, `relevance:cv`, \
+                                 `auto` or a comma-separated list of numbers"
                             ),
                         })?,
                 ),
@@ -318,7 +331,9 @@ impl FeatureWeights {
             })
         };
         let w = match self {
-            FeatureWeights::Uniform | FeatureWeights::RelevanceCv => return Ok(()),
+            FeatureWeights::Uniform | FeatureWeights::RelevanceCv | FeatureWeights::Auto => {
+                return Ok(())
+            }
             FeatureWeights::Relevance { power } => {
                 return match power.is_finite() && *power > 0.0 {
                     true => Ok(()),

@@ -49,13 +49,13 @@ pub mod stats;
 pub mod tree;
 
 pub use data::{
-    FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling,
+    FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, Scaling, AUTO_MIN_ROWS,
     RELEVANCE_CV_FOLDS, RELEVANCE_CV_POWERS,
 };
 pub use error::{MondrianError, Result};
 pub use forest::{
     Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
-    MondrianForestRegressor, Progress, RegressionPrediction, RegressorParams,
+    MondrianForestRegressor, Progress, RegressionPrediction, RegressorParams, CV_MAX_TREES,
 };
 pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};

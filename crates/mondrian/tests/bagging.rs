@@ -157,7 +157,7 @@ fn regressor(bagging: bool, seed: u64) -> MondrianForestRegressor {
         n_threads: 2,
         // Fixed, as a stream's first row cannot give the ranges.
         scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     train(&mut f, &x, &y, true);

@@ -31,7 +31,7 @@ fn forest(calibration: Calibration, threads: usize) -> MondrianForestRegressor {
         seed: 3,
         n_threads: threads,
         calibration,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -212,7 +212,7 @@ fn learnt_weights_and_cv_calibration_fit_the_smallest_data() {
             min_samples_split: 2,
             feature_weights: weights.clone(),
             calibration: Calibration::Cv,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 2, &y)
@@ -262,4 +262,72 @@ fn edited_calibration_pits_are_refused_on_load() {
     // The same edit keeping valid values loads, so the refusals above are the check's.
     let ok = MondrianForestRegressor::from_bytes(&edit(&pits, &[0.25, 0.5, 0.75])).unwrap();
     assert_eq!(ok.calibration(), Some(&[0.25, 0.5, 0.75][..]));
+}
+
+/// The regressor's defaults learn relevance weights (power by cross-validation) and
+/// recalibrate the intervals on a first training call of at least `AUTO_MIN_ROWS` rows
+/// (`FeatureWeights::Auto`, `Calibration::Auto`), exactly as `relevance:cv` and `cv` do; a
+/// smaller first call keeps uniform weights and the mixture's own intervals, so a stream
+/// can start from one point.
+#[test]
+fn auto_weights_and_calibration_follow_the_size_of_the_first_call() {
+    use mondrian::{FeatureWeights, AUTO_MIN_ROWS};
+    let defaults = RegressorParams::default();
+    assert_eq!(
+        (defaults.n_trees, defaults.min_samples_split, defaults.mode),
+        (100, 5, PredictionMode::Fast)
+    );
+    assert_eq!(defaults.feature_weights, FeatureWeights::Auto);
+    assert_eq!(defaults.calibration, Calibration::Auto);
+    let thesis = RegressorParams::thesis();
+    assert_eq!(
+        (thesis.n_trees, thesis.min_samples_split, thesis.mode),
+        (10, 10, PredictionMode::Exact)
+    );
+    assert_eq!(
+        (thesis.feature_weights, thesis.calibration),
+        (FeatureWeights::Uniform, Calibration::None)
+    );
+
+    let (x, y) = smooth(AUTO_MIN_ROWS, 31);
+    let fitted = |n: usize, weights: FeatureWeights, calibration: Calibration| {
+        let mut f = MondrianForestRegressor::new(RegressorParams {
+            n_trees: 10,
+            seed: 4,
+            feature_weights: weights,
+            calibration,
+            ..RegressorParams::default()
+        })
+        .unwrap();
+        f.fit(&x[..2 * n], 2, &y[..n]).unwrap();
+        f
+    };
+    let n = AUTO_MIN_ROWS;
+    let auto = fitted(n, FeatureWeights::Auto, Calibration::Auto);
+    let explicit = fitted(n, FeatureWeights::RelevanceCv, Calibration::Cv);
+    assert!(auto.relevance_choice().is_some());
+    assert_eq!(auto.relevance_choice(), explicit.relevance_choice());
+    assert_eq!(auto.feature_weights(), explicit.feature_weights());
+    assert_eq!(auto.calibration().map(<[f64]>::len), Some(n));
+    assert_eq!(auto.calibration(), explicit.calibration());
+    assert_eq!(
+        auto.predict(&x, 2).unwrap(),
+        explicit.predict(&x, 2).unwrap()
+    );
+
+    let n = AUTO_MIN_ROWS - 1;
+    let small = fitted(n, FeatureWeights::Auto, Calibration::Auto);
+    let plain = fitted(n, FeatureWeights::Uniform, Calibration::None);
+    assert!(small.relevance_choice().is_none() && small.calibration().is_none());
+    assert_eq!(small.feature_weights(), Some(&[1.0, 1.0][..]));
+    assert_eq!(small.predict(&x, 2).unwrap(), plain.predict(&x, 2).unwrap());
+
+    // With every default, a stream learns from its first point.
+    let mut stream = MondrianForestRegressor::new(RegressorParams::default()).unwrap();
+    for (row, target) in x.chunks(2).zip(&y).take(30) {
+        stream.partial_fit(row, 2, &[*target]).unwrap();
+    }
+    assert!(stream.calibration().is_none());
+    assert_eq!(stream.feature_weights(), Some(&[1.0, 1.0][..]));
+    assert_eq!(stream.n_points(), 30);
 }

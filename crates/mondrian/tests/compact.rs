@@ -97,7 +97,7 @@ fn a_compact_regressor_predicts_the_same() {
             n_trees: 8,
             min_samples_split: 5,
             mode,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         r.fit(&x, 36, &y).unwrap();

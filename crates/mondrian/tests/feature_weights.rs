@@ -25,7 +25,7 @@ fn forest(
         mode: PredictionMode::Fast,
         seed,
         feature_weights: weights,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -115,7 +115,7 @@ fn the_time_scale_heuristic_uses_the_effective_dimension() {
     ] {
         let mut f = MondrianForestRegressor::new(RegressorParams {
             feature_weights: weights,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 3, &y).unwrap();
@@ -174,7 +174,7 @@ fn learnt_weights_are_reproducible_thread_independent_and_saved() {
             n_threads: threads,
             seed: 4,
             feature_weights: FeatureWeights::RELEVANCE,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 5, &y).unwrap();
@@ -239,7 +239,7 @@ fn bad_weights_are_refused() {
     ] {
         let r = MondrianForestRegressor::new(RegressorParams {
             feature_weights: FeatureWeights::Given(bad.clone()),
-            ..Default::default()
+            ..RegressorParams::thesis()
         });
         assert!(
             matches!(
@@ -280,7 +280,7 @@ fn the_relevance_power_sharpens_and_bad_powers_are_refused() {
     for power in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let r = MondrianForestRegressor::new(RegressorParams {
             feature_weights: FeatureWeights::Relevance { power },
-            ..Default::default()
+            ..RegressorParams::thesis()
         });
         assert!(r.is_err(), "power {power} accepted");
     }
@@ -510,7 +510,7 @@ fn the_cross_validated_choice_is_thread_independent_saved_and_learnable_for_stre
             seed: 5,
             mode: PredictionMode::Fast,
             feature_weights: FeatureWeights::RelevanceCv,
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 5, &y).unwrap();

@@ -76,7 +76,7 @@ fn the_regressor_is_guarded_too() {
     let mut r = MondrianForestRegressor::new(RegressorParams {
         n_trees: 10_000,
         max_memory: Some(10_000_000),
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     assert!(matches!(
@@ -119,7 +119,7 @@ fn the_estimate_covers_what_forests_take() {
                 n_trees: 4,
                 min_samples_split: mss,
                 mode: PredictionMode::Fast,
-                ..Default::default()
+                ..RegressorParams::thesis()
             })
             .unwrap();
             r.fit(&x, d, &t).unwrap();

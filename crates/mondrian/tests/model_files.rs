@@ -23,7 +23,7 @@ fn classifier() -> MondrianForestClassifier {
 fn regressor() -> MondrianForestRegressor {
     let mut m = MondrianForestRegressor::new(RegressorParams {
         n_trees: 2,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     m.fit(&X, 2, &[0.5, 1.5, 0.4, 1.2]).unwrap();

@@ -115,7 +115,7 @@ fn regressor(d: usize, online: bool) -> Outcome {
         } else {
             PredictionMode::Exact
         },
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .expect("valid parameters");
     if online {

@@ -22,7 +22,7 @@ fn regressor(mode: PredictionMode, n_trees: usize, seed: u64) -> MondrianForestR
         n_trees,
         mode,
         seed,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -441,7 +441,7 @@ fn streaming_matches_batch_quality_and_is_thread_independent() {
             mode: PredictionMode::Fast,
             seed: s,
             scaling: mondrian::Scaling::Ranges(vec![(0.0, 1.0); 2]),
-            ..Default::default()
+            ..RegressorParams::thesis()
         };
         let mut batch = MondrianForestRegressor::new(params.clone()).unwrap();
         batch.fit(&x, 2, &y).unwrap();
@@ -467,7 +467,7 @@ fn streaming_matches_batch_quality_and_is_thread_independent() {
         n_trees: 12,
         seed: 3,
         n_threads: 2,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     one.set_n_threads(1);
@@ -537,25 +537,25 @@ fn bad_input_is_refused_and_changes_nothing() {
     for bad in [
         RegressorParams {
             n_trees: 0,
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             min_samples_split: 0,
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             hyper: mondrian::HyperSettings {
                 noise: NoiseRule::Fixed(-1.0),
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
         RegressorParams {
             hyper: mondrian::HyperSettings {
                 k_cap: f64::NAN,
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         },
     ] {
         assert!(matches!(

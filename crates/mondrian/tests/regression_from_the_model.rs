@@ -144,7 +144,7 @@ fn intervals_of_the_generating_tree_are_calibrated() {
                 theta: Some(theta),
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 2, &vec![0.0; n]).unwrap();
@@ -236,7 +236,7 @@ fn marginal_likelihood_estimate_raises_the_forest_objective() {
                 estimate,
                 ..Default::default()
             },
-            ..Default::default()
+            ..RegressorParams::thesis()
         })
         .unwrap();
         f.fit(&x, 2, &y).unwrap();

@@ -78,7 +78,7 @@ fn regressor(n_trees: usize, seed: u64, bagging: bool) -> MondrianForestRegresso
         bagging,
         min_samples_split: 2,
         n_threads: 1,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap()
 }
@@ -355,7 +355,7 @@ fn forgetting_a_weighted_point_removes_all_its_copies() {
     let params = RegressorParams {
         n_trees: 3,
         scaling: Scaling::Identity,
-        ..Default::default()
+        ..RegressorParams::thesis()
     };
     let mut a = MondrianForestRegressor::new(params.clone()).unwrap();
     a.fit_weighted(&d.x, 2, &d.t, &d.w).unwrap();
@@ -453,7 +453,7 @@ fn learnt_feature_weights_see_the_sample_weights() {
         n_trees: 3,
         feature_weights: FeatureWeights::RelevanceCv,
         calibration: mondrian::Calibration::Cv,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     c.fit_weighted(&d.x, 2, &d.t, &d.w).unwrap();

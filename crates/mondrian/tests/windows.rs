@@ -281,7 +281,7 @@ fn the_regressor_windows_and_forgets() {
         scaling: Scaling::Identity,
         n_threads: 1,
         seed: 3,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     for i in 0..400 {
@@ -301,7 +301,7 @@ fn the_regressor_windows_and_forgets() {
         scaling: Scaling::Identity,
         n_threads: 1,
         seed: 3,
-        ..Default::default()
+        ..RegressorParams::thesis()
     })
     .unwrap();
     fresh.fit(&x[2 * 340..], 2, &y[340..]).unwrap();
@@ -353,7 +353,7 @@ fn a_window_of_zero_is_refused() {
     assert!(matches!(
         MondrianForestRegressor::new(RegressorParams {
             window: Some(0),
-            ..Default::default()
+            ..RegressorParams::thesis()
         }),
         Err(MondrianError::InvalidParameter { name: "window", .. })
     ));

@@ -121,7 +121,10 @@ pub(crate) fn params(
         },
         n_classes: Some(n_classes),
         scaling: training_scaling(train),
-        feature_weights: args.feature_weights.clone(),
+        feature_weights: args
+            .feature_weights
+            .clone()
+            .unwrap_or(defaults.feature_weights),
         window: model.window_for(train.n_rows())?,
     })
 }

@@ -151,25 +151,28 @@ pub(crate) struct ForestArgs {
     /// Per-feature stretch of the trees' space: `uniform`, `relevance` (learnt from a pilot
     /// forest on the training data; `relevance:P` raises the learnt weights to the power
     /// P; `relevance:cv` chooses P among 0, 0.25, 0.5, 1, 2 by 5-fold cross-validation of
-    /// the held-out log-loss or NLPD, about 30 fits' work) or one weight per feature,
-    /// comma-separated.
-    #[arg(long, default_value = "uniform", value_parser = parse_feature_weights)]
-    pub(crate) feature_weights: FeatureWeights,
+    /// the held-out log-loss or NLPD), `auto` (`relevance:cv` when the training data has at
+    /// least 100 rows, else `uniform`) or one weight per feature, comma-separated
+    /// [default: uniform for classification, auto for regression].
+    #[arg(long, value_parser = parse_feature_weights)]
+    pub(crate) feature_weights: Option<FeatureWeights>,
     /// Regression: `cv` recalibrates the prediction intervals by 5-fold cross-validation
-    /// of the training data (quantile recalibration; about 5 fits' extra work); `none`
-    /// keeps the forest's own quantiles [default: none].
+    /// of the training data (quantile recalibration); `none` keeps the forest's own
+    /// quantiles; `auto` is `cv` when the training data has at least 100 rows, else `none`
+    /// [default: auto].
     #[arg(long, value_enum)]
     pub(crate) calibration: Option<CalibrationArg>,
 }
 
 impl ForestArgs {
     /// The settings of a model fed one row at a time from its first row: nothing learnt
-    /// from the whole file beforehand (uniform feature weights, no recalibration).
+    /// from the whole file beforehand (the default weights and calibration, which a first
+    /// call of one row leaves uniform and off).
     pub(crate) fn streaming(model: &ModelArgs) -> ForestArgs {
         ForestArgs {
             model: model.clone(),
             online: true,
-            feature_weights: FeatureWeights::Uniform,
+            feature_weights: None,
             calibration: None,
         }
     }
@@ -181,7 +184,7 @@ pub(crate) struct ModelArgs {
     /// What to learn: class labels (integers) or real-valued targets.
     #[arg(long, value_enum, default_value_t = TaskArg::Classification)]
     pub(crate) task: TaskArg,
-    /// Number of trees [default: 100 for classification, 10 for regression].
+    /// Number of trees [default: 100].
     #[arg(long)]
     pub(crate) trees: Option<usize>,
     /// Lifetime λ of the classification forest: `inf` or a number > 0 [default: inf]. The
@@ -208,16 +211,16 @@ pub(crate) struct ModelArgs {
     /// Do not pause label-pure blocks.
     #[arg(long)]
     pub(crate) no_pause: bool,
-    /// Pause blocks with fewer points than this [default: 2 for classification, 10 for
+    /// Pause blocks with fewer points than this [default: 2 for classification, 5 for
     /// regression].
     #[arg(long)]
     pub(crate) min_samples_split: Option<usize>,
     /// Counts of the branch-off node in prediction (classification).
     #[arg(long, value_enum, default_value_t = BranchArg::Paper)]
     pub(crate) branch_counts: BranchArg,
-    /// Predictive of the regression forest.
-    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
-    pub(crate) mode: ModeArg,
+    /// Predictive of the regression forest [default: fast].
+    #[arg(long, value_enum)]
+    pub(crate) mode: Option<ModeArg>,
     /// How the regression forest sets its hyper-parameters θ.
     #[arg(long, value_enum, default_value_t = ThetaArg::Heuristic)]
     pub(crate) theta: ThetaArg,
@@ -257,6 +260,8 @@ pub(crate) enum CalibrationArg {
     None,
     /// Quantile recalibration from cross-validated PITs.
     Cv,
+    /// `cv` when the training data has at least 100 rows, else `none`.
+    Auto,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -269,7 +274,7 @@ pub(crate) enum ThetaArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum ModeArg {
-    /// Exact Gaussian belief propagation, branch-off at its expected time (default).
+    /// Exact Gaussian belief propagation, branch-off at its expected time (the thesis').
     Exact,
     /// Exact, averaging the branch-off time by 16-point quadrature.
     Quadrature,

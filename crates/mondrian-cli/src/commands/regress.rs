@@ -49,9 +49,10 @@ fn params(args: &ForestArgs, train: &Dataset) -> Result<RegressorParams, CliErro
             .min_samples_split
             .unwrap_or(defaults.min_samples_split),
         mode: match model.mode {
-            ModeArg::Exact => PredictionMode::Exact,
-            ModeArg::Quadrature => PredictionMode::ExactQuadrature,
-            ModeArg::Fast => PredictionMode::Fast,
+            None => defaults.mode,
+            Some(ModeArg::Exact) => PredictionMode::Exact,
+            Some(ModeArg::Quadrature) => PredictionMode::ExactQuadrature,
+            Some(ModeArg::Fast) => PredictionMode::Fast,
         },
         seed: model.seed,
         n_threads: model.threads,
@@ -65,10 +66,15 @@ fn params(args: &ForestArgs, train: &Dataset) -> Result<RegressorParams, CliErro
             },
             ..Default::default()
         },
-        feature_weights: args.feature_weights.clone(),
+        feature_weights: args
+            .feature_weights
+            .clone()
+            .unwrap_or(defaults.feature_weights),
         calibration: match args.calibration {
+            None => defaults.calibration,
             Some(CalibrationArg::Cv) => Calibration::Cv,
-            Some(CalibrationArg::None) | None => Calibration::None,
+            Some(CalibrationArg::Auto) => Calibration::Auto,
+            Some(CalibrationArg::None) => Calibration::None,
         },
         window: model.window_for(train.n_rows())?,
     })
@@ -103,15 +109,10 @@ fn train_forest(
     let mut choice = None;
     let mut pits = None;
     if args.online {
-        let learnt =
-            MondrianForestRegressor::new(params.clone())?.learn_feature_weights(x, d, y)?;
-        (params.feature_weights, choice) = learnt;
         // And the calibration a batch fit would compute, then the stream keeps it.
-        if params.calibration == Calibration::Cv {
-            params.calibration = Calibration::None;
-            pits =
-                Some(MondrianForestRegressor::new(params.clone())?.cross_validated_pits(x, d, y)?);
-        }
+        let learnt = MondrianForestRegressor::new(params.clone())?.learn_first_call(x, d, y)?;
+        (params.feature_weights, choice, pits) = learnt;
+        params.calibration = Calibration::None;
     }
     let mut forest = MondrianForestRegressor::new(params)?;
     let secs = timed_training(

@@ -25,12 +25,14 @@ mod store;
 pub(crate) mod weights;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
-pub use regressor::{Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams};
+pub use regressor::{
+    Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams, CV_MAX_TREES,
+};
 
 pub(crate) use pool::Pool;
 pub(crate) use relevance::{
     cv_folds, initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed,
-    shares, split_relevance, split_rows, split_weights, Weighed,
+    shares, split_relevance, split_rows, split_weights, weighted_pits, HeldOut, Initial, Weighed,
 };
 pub(crate) use store::PointStore;
 pub use weights::{

@@ -8,7 +8,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{mix64, TreeUnit};
 use crate::data::{
-    FeatureValue, FeatureWeights, RelevanceChoice, Rows, RELEVANCE_CV_FOLDS, RELEVANCE_CV_POWERS,
+    FeatureValue, FeatureWeights, RelevanceChoice, Rows, AUTO_MIN_ROWS, RELEVANCE_CV_FOLDS,
+    RELEVANCE_CV_POWERS,
 };
 use crate::error::{MondrianError, Result};
 use crate::model::{Model, Params};
@@ -45,6 +46,14 @@ pub(crate) fn split_relevance<S>(
     score
 }
 
+/// What the held-out rows of one fold say about a forest fitted without them.
+pub(crate) struct HeldOut {
+    /// Their loss, summed (log-loss, NLPD).
+    pub(crate) loss: f64,
+    /// Each row's PIT, the predictive CDF at its target, when asked for (regression).
+    pub(crate) pits: Vec<f64>,
+}
+
 /// What relevance weighting asks of a model (crate-internal): the parameters of its pilot
 /// and cross-validation forests, its split scores and its held-out loss. The weights
 /// themselves are computed once, here, for every model.
@@ -58,21 +67,29 @@ pub(crate) trait Weighed: Model {
     fn cv_params(&self, y: &[Self::Target]) -> Self::Params;
     /// `params` with other feature weights.
     fn with_weights(params: &Self::Params, weights: FeatureWeights) -> Self::Params;
+    /// `params` with another seed.
+    fn with_seed(params: &Self::Params, seed: u64) -> Self::Params;
     /// The model's seed.
     fn seed(&self) -> u64;
     /// Impurity its splits remove, per feature.
     fn split_scores(&self) -> Vec<f64>;
     /// Whether any tree made a split.
     fn made_a_split(&self) -> bool;
+    /// Whether the first training call, of `n_rows` rows, keeps the held-out rows' PITs of
+    /// its cross-validation (to recalibrate intervals).
+    fn wants_cv_pits(&self, _n_rows: usize) -> bool {
+        false
+    }
     /// Loss of held-out rows, weighted by `weights` (`None`: all 1) and summed (log-loss,
-    /// NLPD).
-    fn held_out_loss<T: FeatureValue>(
+    /// NLPD), and each row's PIT if `pits`.
+    fn held_out<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[Self::Target],
         weights: Option<&[f64]>,
-    ) -> Result<f64>;
+        pits: bool,
+    ) -> Result<HeldOut>;
     /// Batch training with sample weights (`None`: all 1).
     fn fit_rows<T: FeatureValue>(
         &mut self,
@@ -83,29 +100,48 @@ pub(crate) trait Weighed: Model {
     ) -> Result<()>;
 }
 
-/// The feature weights the first training call of `model` fixes on `rows` with sample
-/// weights `sample` (`None`, for either: all 1), with the cross-validated choice behind
-/// them if there was one.
+/// What the first training call fixes besides the scaling.
+#[derive(Default)]
+pub(crate) struct Initial {
+    /// The feature weights (`None`: all 1).
+    pub(crate) weights: Option<Vec<f64>>,
+    /// The cross-validated choice behind them, if one ran.
+    pub(crate) choice: Option<RelevanceChoice>,
+    /// The rows' sorted cross-validated PITs at the chosen power (a row of sample weight
+    /// `w` counted [`multiplicity`](super::multiplicity) times), if the model asked for
+    /// them ([`Weighed::wants_cv_pits`]) and a cross-validation ran.
+    pub(crate) pits: Option<Vec<f64>>,
+}
+
+/// What the first training call of `model` fixes on `rows` with sample weights `sample`
+/// (`None`: all 1): the feature weights, with the cross-validated choice behind them if
+/// there was one.
 pub(crate) fn initial_weights<M, T>(
     model: &M,
     rows: &Rows<T>,
     y: &[M::Target],
     sample: Option<&[f64]>,
-) -> Result<(Option<Vec<f64>>, Option<RelevanceChoice>)>
+) -> Result<Initial>
 where
     M: Weighed,
     T: FeatureValue,
 {
-    Ok(match model.weight_setting() {
-        FeatureWeights::Uniform => (None, None),
-        FeatureWeights::Given(w) => (Some(w.clone()), None),
-        FeatureWeights::Relevance { power } => {
-            (Some(relevance(model, rows, y, sample, *power)?), None)
-        }
-        FeatureWeights::RelevanceCv => {
-            let (w, choice) = relevance_cv(model, rows, y, sample)?;
-            (Some(w), Some(choice))
-        }
+    let setting = match model.weight_setting() {
+        FeatureWeights::Auto if rows.n_rows() >= AUTO_MIN_ROWS => &FeatureWeights::RelevanceCv,
+        FeatureWeights::Auto => &FeatureWeights::Uniform,
+        other => other,
+    };
+    Ok(match setting {
+        FeatureWeights::Uniform | FeatureWeights::Auto => Initial::default(),
+        FeatureWeights::Given(w) => Initial {
+            weights: Some(w.clone()),
+            ..Initial::default()
+        },
+        FeatureWeights::Relevance { power } => Initial {
+            weights: Some(relevance(model, rows, y, sample, *power)?),
+            ..Initial::default()
+        },
+        FeatureWeights::RelevanceCv => relevance_cv(model, rows, y, sample)?,
     })
 }
 
@@ -146,57 +182,105 @@ where
 }
 
 /// [`FeatureWeights::RelevanceCv`]: the power by cross-validation, then the weights at
-/// that power on all rows. With sample weights, folds are cut by rows (a row's copies stay
-/// together), every forest is fitted with the weights and the held-out loss is weighted.
+/// that power on all rows.
+///
+/// On each fold one pilot is grown on the other folds with the comparison forests'
+/// parameters, uniform weights and the pilot seed: its split scores give the fold's
+/// weights at every power, and it is itself the forest of power 0 (uniform weights), so a
+/// fold costs one forest per power. The held-out rows' PITs under the chosen power's fold
+/// forests are the cross-validated PITs a calibration needs, kept when the model asks.
+/// With sample weights, folds are cut by rows (a row's copies stay together), every forest
+/// is fitted with the weights and the held-out loss is weighted.
 fn relevance_cv<M, T>(
     model: &M,
     rows: &Rows<T>,
     y: &[M::Target],
     sample: Option<&[f64]>,
-) -> Result<(Vec<f64>, RelevanceChoice)>
+) -> Result<Initial>
 where
     M: Weighed,
     T: FeatureValue,
 {
     let (n, d) = (rows.n_rows(), rows.n_features());
-    let folds = cv_folds(
-        n,
-        pilot_seed(model.seed()),
-        ("feature_weights", "relevance:cv"),
-    )?;
+    let seed = pilot_seed(model.seed());
+    let folds = cv_folds(n, seed, ("feature_weights", "relevance:cv"))?;
     let base = model.cv_params(y);
-    let mut loss = vec![0.0; RELEVANCE_CV_POWERS.len()];
+    let fold_pilot =
+        M::with_seed(&M::with_weights(&base, FeatureWeights::Uniform), seed).check()?;
+    let want_pits = model.wants_cv_pits(n);
+    let powers = RELEVANCE_CV_POWERS;
+    let mut loss = vec![0.0; powers.len()];
+    let mut pits = vec![Vec::new(); if want_pits { powers.len() } else { 0 }];
     for held in &folds {
         let (fit_x, fit_y, val_x, val_y) = split_rows(rows, y, held);
         let (fit_w, val_w) = split_weights(sample, held);
-        let fit_rows = Rows::new(&fit_x, d)?;
-        let pilot = pilot(model, &fit_rows, &fit_y, fit_w.as_deref())?;
+        let mut pilot = M::with_params(fold_pilot.clone());
+        pilot.fit_rows(&fit_x, d, &fit_y, fit_w.as_deref())?;
         let scores = pilot.split_scores();
-        for (total, &power) in loss.iter_mut().zip(&RELEVANCE_CV_POWERS) {
-            let weights = match power {
-                0.0 => FeatureWeights::Uniform,
-                _ => FeatureWeights::Given(pilot_weights(
-                    pilot.made_a_split(),
-                    scores.clone(),
-                    fit_rows.n_rows(),
-                    power,
-                )?),
+        for (k, &power) in powers.iter().enumerate() {
+            let weighed;
+            let forest = match power {
+                0.0 => &pilot,
+                _ => {
+                    let weights = FeatureWeights::Given(pilot_weights(
+                        pilot.made_a_split(),
+                        scores.clone(),
+                        fit_y.len(),
+                        power,
+                    )?);
+                    let mut f = M::with_params(M::with_weights(&base, weights).check()?);
+                    f.fit_rows(&fit_x, d, &fit_y, fit_w.as_deref())?;
+                    weighed = f;
+                    &weighed
+                }
             };
-            let mut forest = M::with_params(M::with_weights(&base, weights).check()?);
-            forest.fit_rows(&fit_x, d, &fit_y, fit_w.as_deref())?;
-            *total += forest.held_out_loss(&val_x, d, &val_y, val_w.as_deref())?;
+            let scored = forest.held_out(&val_x, d, &val_y, val_w.as_deref(), want_pits)?;
+            loss[k] += scored.loss;
+            if want_pits {
+                pits[k].extend(weighted_pits(scored.pits, held, sample, seed));
+            }
         }
     }
     // Every row is held out once: the loss per unit of weight.
     let total_weight = sample.map_or(n as f64, |w| w.iter().sum());
     let choice = RelevanceChoice::best_of(
-        RELEVANCE_CV_POWERS
+        powers
             .iter()
             .zip(&loss)
             .map(|(&p, &l)| (p, l / total_weight))
             .collect(),
     );
-    Ok((relevance(model, rows, y, sample, choice.power)?, choice))
+    let chosen = powers.iter().position(|&p| p == choice.power);
+    let pits = chosen.filter(|_| want_pits).map(|k| {
+        let mut p = std::mem::take(&mut pits[k]);
+        p.sort_by(f64::total_cmp);
+        p
+    });
+    Ok(Initial {
+        weights: Some(relevance(model, rows, y, sample, choice.power)?),
+        choice: Some(choice),
+        pits,
+    })
+}
+
+/// The PITs of the held-out rows `held` (in order), each row counted as often as its
+/// sample weight says ([`multiplicity`](super::multiplicity) without bagging, so a
+/// fractional weight rounds the same way for a given seed); unchanged without weights.
+pub(crate) fn weighted_pits(
+    pits: Vec<f64>,
+    held: &[usize],
+    sample: Option<&[f64]>,
+    seed: u64,
+) -> Vec<f64> {
+    let Some(w) = sample else {
+        return pits;
+    };
+    let mut out = Vec::with_capacity(pits.len());
+    for (&row, pit) in held.iter().zip(pits) {
+        let copies = super::multiplicity(seed, 0, row as u64, w[row], false);
+        out.extend(std::iter::repeat_n(pit, copies as usize));
+    }
+    out
 }
 
 /// The weights [`FeatureWeights::Relevance`] would learn from these rows (the pilot forest
@@ -237,10 +321,12 @@ where
             n_labels: y.len(),
         });
     }
-    let (weights, choice) = initial_weights(model, &rows, y, None)?;
+    let learnt = initial_weights(model, &rows, y, None)?;
     Ok((
-        weights.map_or(FeatureWeights::Uniform, FeatureWeights::Given),
-        choice,
+        learnt
+            .weights
+            .map_or(FeatureWeights::Uniform, FeatureWeights::Given),
+        learnt.choice,
     ))
 }
 
@@ -383,14 +469,16 @@ mod tests {
     }
 
     #[test]
-    fn cv_losses_equal_a_recomputation_from_public_calls() {
+    fn cv_losses_and_pits_equal_a_recomputation_from_public_calls() {
         // Each reported loss is Σ over folds of the held-out −log p of a forest with this
-        // forest's parameters and the weights `learn_relevance` gives on the other folds
-        // (uniform for power 0), divided by the row count. Rebuilt here from public calls
-        // with the same folds.
+        // forest's parameters (at most CV_MAX_TREES trees) and the weights `learn_relevance`
+        // gives on the other folds, divided by the row count; power 0 is the fold's pilot
+        // itself (uniform weights, the pilot seed). With Calibration::Cv the PITs kept are
+        // the held-out rows' predictive CDF values under the chosen power's fold forests.
+        // Rebuilt here from public calls with the same folds.
         use crate::data::{FeatureWeights, RELEVANCE_CV_POWERS};
         use crate::stats::gaussian::PredictionMode;
-        use crate::{MondrianForestRegressor, RegressorParams};
+        use crate::{Calibration, MondrianForestRegressor, RegressorParams, CV_MAX_TREES};
         let n = 60;
         let x: Vec<f64> = (0..n * 3)
             .map(|i| ((i * 37 % 101) as f64) / 101.0)
@@ -400,20 +488,26 @@ mod tests {
             .map(|r| (5.0 * r[0]).sin() + 0.1 * r[2])
             .collect();
         let params = RegressorParams {
-            n_trees: 6,
+            n_trees: CV_MAX_TREES + 3,
             min_samples_split: 3,
             mode: PredictionMode::Fast,
             seed: 11,
             feature_weights: FeatureWeights::RelevanceCv,
-            ..Default::default()
+            calibration: Calibration::Cv,
+            ..RegressorParams::thesis()
         };
         let mut cv = MondrianForestRegressor::new(params.clone()).unwrap();
         cv.fit(&x, 3, &y).unwrap();
         let choice = cv.relevance_choice().unwrap();
         let folds = cv_folds(n, pilot_seed(params.seed), RCV).unwrap();
+        let fold_params = RegressorParams {
+            n_trees: CV_MAX_TREES,
+            calibration: Calibration::None,
+            ..params.clone()
+        };
         for (&power, &(p, loss)) in RELEVANCE_CV_POWERS.iter().zip(&choice.losses) {
             assert_eq!(power, p);
-            let mut total = 0.0;
+            let (mut total, mut pits) = (0.0, Vec::new());
             for held in &folds {
                 let part = |keep: bool| -> (Vec<f64>, Vec<f64>) {
                     let rows: Vec<usize> = (0..n).filter(|i| held.contains(i) != keep).collect();
@@ -421,25 +515,36 @@ mod tests {
                     (xs.collect(), rows.iter().map(|&i| y[i]).collect())
                 };
                 let ((fx, fy), (vx, vy)) = (part(true), part(false));
-                let probe = MondrianForestRegressor::new(params.clone()).unwrap();
-                let weights = match power {
-                    0.0 => FeatureWeights::Uniform,
-                    _ => FeatureWeights::Given(probe.learn_relevance(&fx, 3, &fy, power).unwrap()),
+                let probe = MondrianForestRegressor::new(fold_params.clone()).unwrap();
+                let (weights, seed) = match power {
+                    0.0 => (FeatureWeights::Uniform, pilot_seed(params.seed)),
+                    _ => (
+                        FeatureWeights::Given(probe.learn_relevance(&fx, 3, &fy, power).unwrap()),
+                        params.seed,
+                    ),
                 };
                 let mut f = MondrianForestRegressor::new(RegressorParams {
                     feature_weights: weights,
-                    ..params.clone()
+                    seed,
+                    ..fold_params.clone()
                 })
                 .unwrap();
                 f.fit(&fx, 3, &fy).unwrap();
                 total -= f.log_density(&vx, 3, &vy).unwrap().iter().sum::<f64>();
+                pits.extend(f.cdf(&vx, 3, &vy).unwrap());
             }
             let expected = total / n as f64;
             assert!(
                 (loss - expected).abs() <= 1e-12 * expected.abs().max(1.0),
                 "{power}: {loss} vs {expected}"
             );
+            if power == choice.power {
+                pits.sort_by(f64::total_cmp);
+                assert_eq!(cv.calibration().unwrap(), &pits[..], "{power}");
+            }
         }
+        // The forest itself has all its trees.
+        assert_eq!(cv.summary().n_trees, CV_MAX_TREES + 3);
     }
 
     #[test]
@@ -460,7 +565,7 @@ mod tests {
             seed: 5,
             feature_weights: FeatureWeights::RELEVANCE,
             calibration: Calibration::Cv,
-            ..Default::default()
+            ..RegressorParams::thesis()
         };
         let mut cal = MondrianForestRegressor::new(params.clone()).unwrap();
         cal.fit(&x, 2, &y).unwrap();

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::weights::drop_zero_weights;
 use super::{
     check_sample_weights, initial_weights, learn_feature_weights, learn_relevance, made_a_split,
-    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, Pool, Progress, Weighed,
+    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, HeldOut, Pool, Progress,
+    Weighed,
 };
 use crate::data::{
     FeatureScaler, FeatureValue, FeatureWeights, RelevanceChoice, Rows, MAX_THREADS,
@@ -416,11 +417,11 @@ impl MondrianForestClassifier {
             return Err(MondrianError::EmptyData("every sample weight is 0"));
         }
         self.forest.store.start(&rows, &self.params.scaling)?;
-        let (feature_weights, choice) = initial_weights(self, &rows, y, weights)?;
-        if let Some(w) = feature_weights {
+        let initial = initial_weights(self, &rows, y, weights)?;
+        if let Some(w) = initial.weights {
             self.forest.store.reweight(&w)?;
         }
-        self.forest.store.relevance = choice;
+        self.forest.store.relevance = initial.choice;
         self.n_classes = self.params.n_classes.unwrap_or(n_classes).max(n_classes);
         let k = self.n_classes;
         self.forest.plant(
@@ -726,6 +727,12 @@ impl Weighed for MondrianForestClassifier {
             ..params.clone()
         }
     }
+    fn with_seed(params: &ClassifierParams, seed: u64) -> ClassifierParams {
+        ClassifierParams {
+            seed,
+            ..params.clone()
+        }
+    }
     fn seed(&self) -> u64 {
         self.params.seed
     }
@@ -747,17 +754,19 @@ impl Weighed for MondrianForestClassifier {
         }
     }
 
-    /// Log-loss of held-out rows, weighted and summed: `−Σ w log p(y | x)`.
-    fn held_out_loss<T: FeatureValue>(
+    /// Log-loss of held-out rows, weighted and summed: `−Σ w log p(y | x)` (no PITs: labels
+    /// have no order).
+    fn held_out<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[usize],
         weights: Option<&[f64]>,
-    ) -> Result<f64> {
+        _pits: bool,
+    ) -> Result<HeldOut> {
         let k = self.n_classes;
         let proba = self.predict_proba(x, n_features)?;
-        Ok(-proba
+        let loss = -proba
             .chunks_exact(k)
             .zip(y)
             .enumerate()
@@ -765,7 +774,8 @@ impl Weighed for MondrianForestClassifier {
                 let w = weights.map_or(1.0, |w| w[i]);
                 w * p.get(c).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE).ln()
             })
-            .sum::<f64>())
+            .sum::<f64>();
+        Ok(HeldOut { loss, pits: vec![] })
     }
 
     fn fit_rows<T: FeatureValue>(

@@ -18,45 +18,41 @@ impl MondrianForestRegressor {
         feature_weights: FeatureWeights,
     ) -> Result<Vec<f64>> {
         let (n, d) = (rows.n_rows(), rows.n_features());
-        let folds = crate::forest::cv_folds(
-            n,
-            crate::forest::pilot_seed(self.params.seed),
-            ("calibration", "calibration cv"),
-        )?;
-        let params = RegressorParams {
-            calibration: Calibration::None,
-            feature_weights,
-            ..self.params.clone()
-        };
-        let mut pits = Vec::with_capacity(n);
         let seed = crate::forest::pilot_seed(self.params.seed);
+        let folds = crate::forest::cv_folds(n, seed, ("calibration", "calibration cv"))?;
+        let params = self.fold_params(feature_weights);
+        let mut pits = Vec::with_capacity(n);
         for held in &folds {
             let (fit_x, fit_y, val_x, val_y) = crate::forest::split_rows(rows, y, held);
             let (fit_w, _) = crate::forest::split_weights(sample, held);
             let mut forest = MondrianForestRegressor::new(params.clone())?;
             forest.train(&fit_x, d, &fit_y, true, fit_w.as_deref())?;
-            let fold_pits = forest.cdf(&val_x, d, &val_y)?;
-            match sample {
-                None => pits.extend(fold_pits),
-                Some(w) => {
-                    for (&row, pit) in held.iter().zip(fold_pits) {
-                        let copies =
-                            crate::forest::multiplicity(seed, 0, row as u64, w[row], false);
-                        pits.extend(std::iter::repeat_n(pit, copies as usize));
-                    }
-                }
-            }
+            let fold_pits = forest.log_density_and_cdf(&val_x, d, &val_y)?.1;
+            pits.extend(crate::forest::weighted_pits(fold_pits, held, sample, seed));
         }
         pits.sort_by(f64::total_cmp);
         Ok(pits)
     }
 
+    /// The parameters of the forests a cross-validation fits on each fold: this forest's,
+    /// without calibration, with the given feature weights and at most
+    /// [`CV_MAX_TREES`](super::CV_MAX_TREES) trees.
+    pub(super) fn fold_params(&self, feature_weights: FeatureWeights) -> RegressorParams {
+        RegressorParams {
+            calibration: Calibration::None,
+            feature_weights,
+            n_trees: self.params.n_trees.min(super::CV_MAX_TREES),
+            ..self.params.clone()
+        }
+    }
+
     /// Sorted PITs of these rows by 5-fold cross-validation with forests of this forest's
-    /// parameters, without training this forest. A stream can compute them from a sample
-    /// and hand them to [`set_calibration`](Self::set_calibration). They equal what
-    /// [`Calibration::Cv`] computes when the feature weights are uniform or given; learnt
-    /// weights are learnt again in each fold here, so to reproduce a batch fit pass the
-    /// weights it fixes (from `learn_feature_weights`) as [`FeatureWeights::Given`].
+    /// parameters (at most [`CV_MAX_TREES`](super::CV_MAX_TREES) trees), without training
+    /// this forest. A stream can compute them from a sample and hand them to
+    /// [`set_calibration`](Self::set_calibration). They equal what [`Calibration::Cv`]
+    /// computes when the feature weights are uniform or given; learnt weights are learnt
+    /// again in each fold here (with `relevance:cv`, a batch fit takes the PITs of the
+    /// chosen power's fold forests instead).
     pub fn cross_validated_pits<T: FeatureValue>(
         &self,
         x: &[T],

@@ -5,7 +5,7 @@ mod calibration;
 mod params;
 mod predict;
 
-pub use params::{Calibration, RegressorParams};
+pub use params::{Calibration, RegressorParams, CV_MAX_TREES};
 pub use predict::RegressionPrediction;
 
 use rayon::prelude::*;
@@ -16,8 +16,8 @@ use crate::error::{MondrianError, Result};
 use crate::forest::weights::drop_zero_weights;
 use crate::forest::{
     check_sample_weights, initial_weights, learn_feature_weights, learn_relevance, made_a_split,
-    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, PointStore, Pool, Progress,
-    Weighed,
+    pilot_seed, shares, split_relevance, Forest, ForestSummary, Growth, HeldOut, Initial,
+    PointStore, Pool, Progress, Weighed,
 };
 use crate::model::{Checked, Fit, Forget, Model, Params, PartialFit, Predict, WeightedFit};
 use crate::stats::gaussian::{
@@ -323,27 +323,17 @@ impl MondrianForestRegressor {
         if starting && first_rows.n_rows() == 0 {
             return Err(MondrianError::EmptyData("every sample weight is 0"));
         }
-        let new_store = match starting {
-            true => Some(self.start_store(&first_rows, first_y, first_w)?),
-            false => None,
+        let (new_store, pits) = match starting {
+            true => {
+                let (store, pits) = self.start_store(&first_rows, first_y, first_w)?;
+                (Some(store), pits)
+            }
+            false => (None, None),
         };
         let scaled = new_store
             .as_ref()
             .unwrap_or(&self.forest.store)
             .scale(&rows)?;
-        let pits = match (&new_store, self.params.calibration) {
-            (Some(store), Calibration::Cv) => {
-                // The folds' forests see the weights this call fixes, not a fresh learning.
-                let weights = match (&self.params.feature_weights, &store.scaler) {
-                    (FeatureWeights::Uniform | FeatureWeights::Given(_), _) | (_, None) => {
-                        self.params.feature_weights.clone()
-                    }
-                    (_, Some(scaler)) => FeatureWeights::Given(scaler.weights().to_vec()),
-                };
-                Some(self.cv_pits(&first_rows, first_y, first_w, weights)?)
-            }
-            _ => None,
-        };
         if let Some(store) = new_store {
             let pool = std::mem::take(&mut self.forest.pool);
             let progress = self.forest.progress.take();
@@ -365,23 +355,70 @@ impl MondrianForestRegressor {
         Ok(())
     }
 
-    /// A store whose scaling (and feature weights) the first rows fix.
+    /// A store whose scaling and feature weights the first rows fix, and the calibration
+    /// PITs they give.
     fn start_store<T: FeatureValue>(
         &self,
         rows: &Rows<T>,
         y: &[f64],
         sample: Option<&[f64]>,
-    ) -> Result<PointStore<f64>> {
+    ) -> Result<(PointStore<f64>, Option<Vec<f64>>)> {
         let mut store = PointStore::new();
         store.start(rows, &self.params.scaling)?;
-        let (weights, choice) = initial_weights(self, rows, y, sample)?;
-        if let Some(w) = weights {
-            store.reweight(&w)?;
+        let initial = self.first_call(rows, y, sample)?;
+        if let Some(w) = &initial.weights {
+            store.reweight(w)?;
         }
-        store.relevance = choice;
-        Ok(store)
+        store.relevance = initial.choice;
+        Ok((store, initial.pits))
     }
 
+    /// What the first training call fixes besides the scaling: the feature weights (and the
+    /// cross-validated choice behind them) and, with [`Calibration::Cv`], the PITs: those of
+    /// the relevance power's cross-validation if it ran, else those of forests with the
+    /// weights this call fixes (not learnt afresh on each fold).
+    fn first_call<T: FeatureValue>(
+        &self,
+        rows: &Rows<T>,
+        y: &[f64],
+        sample: Option<&[f64]>,
+    ) -> Result<Initial> {
+        let mut initial = initial_weights(self, rows, y, sample)?;
+        if initial.pits.is_none() && self.params.calibration.applies_to(rows.n_rows()) {
+            let weights = initial
+                .weights
+                .clone()
+                .map_or(FeatureWeights::Uniform, FeatureWeights::Given);
+            initial.pits = Some(self.cv_pits(rows, y, sample, weights)?);
+        }
+        Ok(initial)
+    }
+
+    /// What this forest's first training call would fix on these rows besides the scaling,
+    /// without training it: the feature weights (learnt ones as [`FeatureWeights::Given`]),
+    /// the cross-validated choice of their power if one ran, and the calibration PITs if
+    /// the calibration asks for them. A stream can start from them (the weights as
+    /// parameters, the PITs through [`set_calibration`](Self::set_calibration)) and have
+    /// the weights and intervals a batch fit of these rows would have.
+    pub fn learn_first_call<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<(FeatureWeights, Option<RelevanceChoice>, Option<Vec<f64>>)> {
+        let rows = Rows::new(x, n_features)?;
+        rows.validate(None)?;
+        Self::check_training_targets(y, rows.n_rows())?;
+        let initial = self.first_call(&rows, y, None)?;
+        let weights = initial
+            .weights
+            .map_or(FeatureWeights::Uniform, FeatureWeights::Given);
+        Ok((weights, initial.choice, initial.pits))
+    }
+
+    /// Squared error of the training targets that the forest's splits remove, summed per
+    /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
+    /// before training. The splits ignore the targets, so a feature scores by what random
     /// cuts along it explain (and, under feature weights, by how often it is cut).
     pub fn split_scores(&self) -> Vec<f64> {
         split_relevance(
@@ -684,18 +721,25 @@ impl Weighed for MondrianForestRegressor {
             ..self.params.clone()
         }
     }
-    /// This forest's own parameters, without calibration.
+    /// This forest's own parameters, without calibration, with at most
+    /// [`CV_MAX_TREES`] trees.
     fn cv_params(&self, _y: &[f64]) -> RegressorParams {
-        RegressorParams {
-            calibration: Calibration::None,
-            ..self.params.clone()
-        }
+        self.fold_params(self.params.feature_weights.clone())
     }
     fn with_weights(params: &RegressorParams, weights: FeatureWeights) -> RegressorParams {
         RegressorParams {
             feature_weights: weights,
             ..params.clone()
         }
+    }
+    fn with_seed(params: &RegressorParams, seed: u64) -> RegressorParams {
+        RegressorParams {
+            seed,
+            ..params.clone()
+        }
+    }
+    fn wants_cv_pits(&self, n_rows: usize) -> bool {
+        self.params.calibration.applies_to(n_rows)
     }
     fn seed(&self) -> u64 {
         self.params.seed
@@ -707,18 +751,23 @@ impl Weighed for MondrianForestRegressor {
         made_a_split(&self.forest.trees)
     }
     /// Negative log predictive density of held-out rows, weighted and summed (the NLPD's
-    /// numerator).
-    fn held_out_loss<T: FeatureValue>(
+    /// numerator), and their PITs.
+    fn held_out<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
         y: &[f64],
         weights: Option<&[f64]>,
-    ) -> Result<f64> {
-        let densities = self.log_density(x, n_features, y)?;
-        Ok(-match weights {
-            Some(w) => densities.iter().zip(w).map(|(l, w)| w * l).sum::<f64>(),
-            None => densities.iter().sum::<f64>(),
+        pits: bool,
+    ) -> Result<HeldOut> {
+        let (log_p, cdf) = self.log_density_and_cdf(x, n_features, y)?;
+        let loss = -match weights {
+            Some(w) => log_p.iter().zip(w).map(|(l, w)| w * l).sum::<f64>(),
+            None => log_p.iter().sum::<f64>(),
+        };
+        Ok(HeldOut {
+            loss,
+            pits: if pits { cdf } else { Vec::new() },
         })
     }
     fn fit_rows<T: FeatureValue>(

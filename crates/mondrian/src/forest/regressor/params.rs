@@ -10,8 +10,9 @@ use crate::data::{validate_sizes, FeatureWeights, Scaling};
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{HyperSettings, PredictionMode};
 
-/// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8); the defaults are the
-/// thesis' settings.
+/// Hyper-parameters of a [`MondrianForestRegressor`] (spec §8). The defaults were chosen by
+/// measurement (see [`Default`](#impl-Default-for-RegressorParams)); [`thesis`](Self::thesis)
+/// gives the thesis' settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegressorParams {
     /// Number of trees M.
@@ -55,6 +56,13 @@ pub struct RegressorParams {
     pub window: Option<usize>,
 }
 
+/// Most trees of the forests a regressor fits on cross-validation folds (to choose the
+/// relevance power of [`FeatureWeights::RelevanceCv`] and to compute the PITs of
+/// [`Calibration::Cv`]). The cost grows with every tree, while on the UCI sets the powers
+/// chosen and the coverage of the recalibrated intervals were the same with 15, 20, 25 or
+/// 100 trees per fold forest (`experiments/regression/notes.md`).
+pub const CV_MAX_TREES: usize = 20;
+
 /// How [`MondrianForestRegressor::mixture_interval`] turns a level into quantiles of the
 /// forest's predictive mixture.
 ///
@@ -77,28 +85,67 @@ pub enum Calibration {
     #[default]
     None,
     /// The first training call (at least 10 rows) computes every row's PIT under a forest
-    /// of the same parameters fitted by 5-fold cross-validation without the row (feature
-    /// weights as the call fixes them), about 5 fits' extra work. Later `partial_fit` calls
-    /// keep those PITs; [`MondrianForestRegressor::calibrate`] replaces them.
+    /// of the same parameters (at most [`CV_MAX_TREES`] trees) fitted by 5-fold
+    /// cross-validation without the row: with [`FeatureWeights::RelevanceCv`] the forests
+    /// of the chosen power that the cross-validation of the power has already fitted (their
+    /// weights learnt on the other folds), else forests with the weights the call fixes,
+    /// about `5 · CV_MAX_TREES / n_trees` fits' extra work. Later `partial_fit` calls keep
+    /// those PITs; [`MondrianForestRegressor::calibrate`] replaces them.
     Cv,
+    /// [`Cv`](Self::Cv) when the first training call holds at least
+    /// [`AUTO_MIN_ROWS`](crate::AUTO_MIN_ROWS) rows, [`None`](Self::None) otherwise (so a
+    /// stream can start from one point).
+    Auto,
 }
 
 impl Calibration {
-    /// Reads `none` or `cv`, as the CLI and the Python package spell it.
+    /// Reads `none`, `cv` or `auto`, as the CLI and the Python package spell it.
     pub fn parse(spec: &str) -> Result<Calibration> {
         match spec.trim() {
             "none" => Ok(Calibration::None),
             "cv" => Ok(Calibration::Cv),
+            "auto" => Ok(Calibration::Auto),
             other => Err(MondrianError::InvalidParameter {
                 name: "calibration",
-                reason: format!("`{other}` is not `none` or `cv`"),
+                reason: format!("`{other}` is not `none`, `cv` or `auto`"),
             }),
+        }
+    }
+
+    /// Whether a first training call of `n_rows` rows computes cross-validated PITs.
+    pub fn applies_to(self, n_rows: usize) -> bool {
+        match self {
+            Calibration::None => false,
+            Calibration::Cv => true,
+            Calibration::Auto => n_rows >= crate::AUTO_MIN_ROWS,
         }
     }
 }
 
 impl Default for RegressorParams {
+    /// The defaults chosen by measurement on eight UCI sets
+    /// (`experiments/regression/defaults.py`): 100 trees, blocks of fewer than 5 points are
+    /// leaves, the fast predictive, relevance feature weights whose power is chosen by
+    /// cross-validation and intervals recalibrated by the same cross-validation, both
+    /// when the first training call holds at least [`AUTO_MIN_ROWS`](crate::AUTO_MIN_ROWS)
+    /// rows ([`FeatureWeights::Auto`], [`Calibration::Auto`]). [`thesis`](Self::thesis)
+    /// gives the thesis' settings.
     fn default() -> Self {
+        RegressorParams {
+            n_trees: 100,
+            min_samples_split: 5,
+            mode: PredictionMode::Fast,
+            feature_weights: FeatureWeights::Auto,
+            calibration: Calibration::Auto,
+            ..RegressorParams::thesis()
+        }
+    }
+}
+
+impl RegressorParams {
+    /// The thesis' settings (ch. 6; spec §8): 10 trees, min_samples_split 10, the exact
+    /// predictive, uniform feature weights and the predictive's own intervals.
+    pub fn thesis() -> Self {
         RegressorParams {
             n_trees: 10,
             min_samples_split: 10,
@@ -114,9 +161,7 @@ impl Default for RegressorParams {
             window: None,
         }
     }
-}
 
-impl RegressorParams {
     /// Checks every value.
     pub fn validate(&self) -> Result<()> {
         validate_sizes(self.n_trees, self.n_threads)?;

@@ -6,8 +6,8 @@ use super::MondrianForestRegressor;
 use crate::data::FeatureValue;
 use crate::error::{MondrianError, Result};
 use crate::stats::gaussian::{
-    mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, Component, GaussianModel,
-    Moments, Upward,
+    component_cdf, mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile,
+    weighted_log_density, Component, GaussianModel, Moments, Upward,
 };
 use crate::tree::{NodeStatistics, PathStep};
 
@@ -50,16 +50,13 @@ impl RegressionPrediction {
 }
 
 impl MondrianForestRegressor {
-    /// Squared error of the training targets that the forest's splits remove, summed per
-    /// feature over every split of every tree (`m2(node) − m2(left) − m2(right)`); empty
-    /// before training. The splits ignore the targets, so a feature scores by what random
     /// Runs `visit(row, tree components)` for every row of `x` and every tree, rows in
-    /// parallel blocks; `init` makes each row's accumulator.
+    /// parallel blocks; `init(i)` makes row i's accumulator.
     fn per_row<T: FeatureValue, R: Send>(
         &self,
         x: &[T],
         n_features: usize,
-        init: impl Fn() -> R + Sync,
+        init: impl Fn(usize) -> R,
         visit: impl Fn(&mut R, &[Component]) + Sync,
     ) -> Result<Vec<R>> {
         if self.forest.store.n_features.is_some() && self.forest.store.len() == 0 {
@@ -74,7 +71,7 @@ impl MondrianForestRegressor {
             theta,
             mode: self.params.mode,
         };
-        let mut out: Vec<R> = (0..rows.n_rows()).map(|_| init()).collect();
+        let mut out: Vec<R> = (0..rows.n_rows()).map(init).collect();
         let features = self.forest.store.data().features;
         let no_messages: Vec<Upward> = Vec::new();
         // Per row: its accumulator and the steps of its path (about 20 on the UCI sets).
@@ -119,7 +116,7 @@ impl MondrianForestRegressor {
         let stats = self.per_row(
             x,
             n_features,
-            || (Moments::default(), 0.0f64),
+            |_| (Moments::default(), 0.0f64),
             |(means, var_sum), comps| {
                 let (m, v) = mixture_moments(comps);
                 means.push(m, 1.0);
@@ -147,7 +144,7 @@ impl MondrianForestRegressor {
         let pooled = self.per_row(
             x,
             n_features,
-            Vec::new,
+            |_| Vec::new(),
             |all: &mut Vec<Component>, comps| {
                 all.extend(comps.iter().map(|c| Component {
                     weight: c.weight / m,
@@ -173,6 +170,32 @@ impl MondrianForestRegressor {
             .zip(y)
             .map(|(comps, &v)| mixture_cdf(comps, v).clamp(0.0, 1.0))
             .collect())
+    }
+
+    /// `log p(y | x)` and the PIT `P(Y ≤ y | x)` at each row, from one pass over the trees
+    /// that keeps no components: the values of [`log_density`](Self::log_density) (to
+    /// rounding: the log-sum-exp runs as the components come) and of [`cdf`](Self::cdf)
+    /// (exactly: the same sums in the same order).
+    pub(super) fn log_density_and_cdf<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let n_rows = x.len() / n_features.max(1);
+        Self::check_targets(y, n_rows)?;
+        let m = self.forest.trees.len() as f64;
+        let scores = self.per_row(
+            x,
+            n_features,
+            |i| Scores::new(y[i]),
+            |s, comps| {
+                for c in comps {
+                    s.add(c, m);
+                }
+            },
+        )?;
+        Ok(scores.iter().map(|s| (s.log_density(), s.cdf())).unzip())
     }
 
     /// Central interval at `level` per row from the forest's full predictive mixture (its
@@ -202,8 +225,65 @@ impl MondrianForestRegressor {
         self.per_row(
             x,
             n_features,
-            Vec::new,
+            |_| Vec::new(),
             |all: &mut Vec<Component>, comps| all.extend_from_slice(comps),
         )
+    }
+}
+
+/// A row's log density and CDF under the forest's mixture, accumulated component by
+/// component.
+struct Scores {
+    /// The row's target.
+    y: f64,
+    /// Running log-sum-exp of the components' `log w + log N(y)`: `max + ln(sum)`.
+    max: f64,
+    sum: f64,
+    /// `Σ w` and `Σ w P(Y ≤ y)` over the components, as [`mixture_cdf`] sums them.
+    total: f64,
+    below: f64,
+}
+
+impl Scores {
+    fn new(y: f64) -> Scores {
+        Scores {
+            y,
+            max: f64::NEG_INFINITY,
+            sum: 0.0,
+            total: 0.0,
+            below: 0.0,
+        }
+    }
+
+    /// Adds a component of one of `m` equally weighted trees.
+    fn add(&mut self, c: &Component, m: f64) {
+        self.total += c.weight;
+        self.below += c.weight * component_cdf(c, self.y);
+        if c.weight > 0.0 {
+            let l = weighted_log_density(
+                &Component {
+                    weight: c.weight / m,
+                    ..*c
+                },
+                self.y,
+            );
+            if l > self.max {
+                self.sum = self.sum * (self.max - l).exp() + 1.0;
+                self.max = l;
+            } else {
+                self.sum += (l - self.max).exp();
+            }
+        }
+    }
+
+    fn log_density(&self) -> f64 {
+        match self.max {
+            f64::NEG_INFINITY => f64::NEG_INFINITY,
+            max => max + self.sum.ln(),
+        }
+    }
+
+    fn cdf(&self) -> f64 {
+        (self.below / self.total).clamp(0.0, 1.0)
     }
 }

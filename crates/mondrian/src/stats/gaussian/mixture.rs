@@ -18,15 +18,19 @@ pub fn mixture_moments(components: &[Component]) -> (f64, f64) {
     (mean, var.max(0.0))
 }
 
+/// `log w + log N(y; m, v)` of one component of positive weight (a variance of 0 counts as
+/// the smallest positive one).
+pub fn weighted_log_density(c: &Component, y: f64) -> f64 {
+    let v = c.var.max(f64::MIN_POSITIVE);
+    c.weight.ln() - 0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (y - c.mean).powi(2) / v)
+}
+
 /// `log Σ_k w_k N(y; m_k, v_k)` by log-sum-exp (§3.3).
 pub fn mixture_log_density(components: &[Component], y: f64) -> f64 {
     let logs: Vec<f64> = components
         .iter()
         .filter(|c| c.weight > 0.0)
-        .map(|c| {
-            let v = c.var.max(f64::MIN_POSITIVE);
-            c.weight.ln() - 0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (y - c.mean).powi(2) / v)
-        })
+        .map(|c| weighted_log_density(c, y))
         .collect();
     let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if max == f64::NEG_INFINITY {
@@ -52,23 +56,25 @@ pub fn normal_cdf(z: f64) -> f64 {
     0.5 * if x >= 0.0 { erfc } else { 2.0 - erfc }
 }
 
+/// `P(Y ≤ y)` under one component, unweighted; a component of variance 0 is a point mass.
+pub fn component_cdf(c: &Component, y: f64) -> f64 {
+    let sd = c.var.max(0.0).sqrt();
+    if sd > 0.0 {
+        normal_cdf((y - c.mean) / sd)
+    } else if y >= c.mean {
+        1.0
+    } else {
+        0.0
+    }
+}
+
 /// `P(Y ≤ y)` under a Gaussian mixture (weights need not be normalised); a component of
 /// variance 0 is a point mass.
 pub fn mixture_cdf(components: &[Component], y: f64) -> f64 {
     let total: f64 = components.iter().map(|c| c.weight).sum();
     components
         .iter()
-        .map(|c| {
-            let sd = c.var.max(0.0).sqrt();
-            let below = if sd > 0.0 {
-                normal_cdf((y - c.mean) / sd)
-            } else if y >= c.mean {
-                1.0
-            } else {
-                0.0
-            };
-            c.weight * below
-        })
+        .map(|c| c.weight * component_cdf(c, y))
         .sum::<f64>()
         / total
 }

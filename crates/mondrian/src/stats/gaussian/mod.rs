@@ -13,7 +13,8 @@ mod theta;
 
 pub use crate::stats::moments::{Moments, TargetMoments};
 pub use mixture::{
-    mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, normal_cdf,
+    component_cdf, mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, normal_cdf,
+    weighted_log_density,
 };
 pub use theta::{estimate_theta, Estimate, HyperSettings, NoiseRule, Theta};
 
