@@ -422,6 +422,17 @@ impl FeatureScaler {
         Ok(out)
     }
 
+    /// Each feature's factor `w / (max − min)`: the trees' space stretches feature d by
+    /// it, so a density there is one in raw units times their product.
+    pub fn factors(&self) -> &[f64] {
+        &self.inv_range
+    }
+
+    /// Feature `d`'s raw value at `v` in the trees' space (the inverse map).
+    pub fn unscale(&self, d: usize, v: f64) -> f64 {
+        self.offset[d] + v / self.inv_range[d]
+    }
+
     /// The feature weights in use (all 1 unless set).
     pub fn weights(&self) -> &[f64] {
         &self.weights

@@ -54,8 +54,10 @@ pub use data::{
 };
 pub use error::{MondrianError, Result};
 pub use forest::{
-    Calibration, ClassifierParams, ForestSummary, MondrianForestClassifier,
-    MondrianForestRegressor, Progress, RegressionPrediction, RegressorParams, CV_MAX_TREES,
+    Calibration, ClassifierParams, Evaluation, Explanation, ForestSummary, LeafKind,
+    MondrianForestClassifier, MondrianForestRegressor, MondrianPolyaForest, PolyaLeaf, PolyaParams,
+    PolyaVariant, Progress, RegressionPrediction, RegressorParams, RowScore, Step, TreeExplanation,
+    CV_MAX_TREES, SCALE_FROM_FEATURES,
 };
 pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};

@@ -16,6 +16,7 @@
 //! | `classifier.rs`, `regressor.rs` | the models: parameters, statistics, prediction |
 
 mod classifier;
+mod density;
 mod grow;
 mod helpers;
 mod pool;
@@ -25,6 +26,10 @@ mod store;
 pub(crate) mod weights;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier};
+pub use density::{
+    Evaluation, Explanation, LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaParams, PolyaVariant,
+    RowScore, Step, TreeExplanation, SCALE_FROM_FEATURES,
+};
 pub use regressor::{
     Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams, CV_MAX_TREES,
 };

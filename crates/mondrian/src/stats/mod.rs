@@ -9,6 +9,7 @@
 //! [`NoStats`] keeps nothing, for models that only need the partition (the Mondrian
 //! kernel).
 
+pub mod counts;
 pub mod gaussian;
 pub mod label;
 pub mod moments;

@@ -1,0 +1,894 @@
+//! `MondrianPolyaForest`: density estimation and anomaly scores with Mondrian Pólya
+//! forests (spec `mondrian-polya-forest.md`), batch (bMPF, §3) or streaming (sMPF, §4).
+//!
+//! | file | what |
+//! |---|---|
+//! | `params.rs` | parameters and the paper's defaults (§9.1) |
+//! | `polya.rs` | the sMPT read off an engine tree with point counts (§4) |
+//! | `partition.rs` | the bMPT: a Mondrian process partition with counts (§3) |
+//! | `explain.rs` | explanations of a score (§8.4, an extension) |
+//!
+//! The streaming forest is the engine's [`Forest`] with [`PointCounts`]: its insertions,
+//! exact deletions and windows are the engine's own. The batch forest keeps its points in
+//! the engine's point store (ids, windows, `forget`) and its partitions beside it.
+//!
+//! **What the scores mean (§8.2).** A tree's mass `m_i(x)` is the posterior predictive
+//! probability, under its finite Pólya tree, that the next observation falls in the same
+//! cell as `x`; the forest score `s(x)` averages it over random partitions. A threshold ε
+//! reads "x lies in a region given at most ε predictive probability". None of this is a
+//! p-value: there is no null distribution behind it.
+
+mod explain;
+mod params;
+mod partition;
+mod polya;
+
+pub use explain::{Explanation, TreeExplanation};
+pub use params::{PolyaParams, PolyaVariant, SCALE_FROM_FEATURES};
+pub use polya::{Evaluation, LeafKind, PolyaLeaf, Step};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{tree_rng, Forest, Growth, PointStore, Pool};
+use crate::data::{FeatureValue, Rows, MAX_THREADS};
+use crate::error::{MondrianError, Result};
+use crate::model::{Checked, Forget, Model, Params};
+use crate::process::Feature;
+use crate::stats::counts::PointCounts;
+use crate::tree::PauseRule;
+use partition::Partition;
+use polya::StreamingView;
+
+/// The forest's verdict on one row.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct RowScore {
+    /// The mean leaf mass over the trees, `s(x)` (§5): lower is more anomalous.
+    pub mass: f64,
+    /// ln of the forest density `p̂(x) = (1/M) Σ m_i/vol_i` in the raw features' units,
+    /// over the dimensions where the domain has extent (−∞ outside the domain).
+    pub log_density: f64,
+    /// Whether the row lies outside the domain of every tree (§8.5).
+    pub out_of_domain: bool,
+}
+
+impl RowScore {
+    /// The anomaly score the CLI writes: `−log10 s(x)`, higher meaning more anomalous
+    /// (`+∞` outside the domain).
+    pub fn anomaly_score(&self) -> f64 {
+        -self.mass.log10()
+    }
+}
+
+/// The trees of a batch forest (bMPF) with their points and domain.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct BatchTrees {
+    store: PointStore<()>,
+    trees: Vec<Partition>,
+    /// The domain in the trees' space (the box of the first batch).
+    lower: Vec<f64>,
+    upper: Vec<f64>,
+    #[serde(skip)]
+    pool: Pool,
+}
+
+impl BatchTrees {
+    fn contains(&self, x: &[Feature]) -> bool {
+        x.iter()
+            .zip(self.lower.iter().zip(&self.upper))
+            .all(|(&v, (&l, &u))| l <= f64::from(v) && f64::from(v) <= u)
+    }
+    fn active(&self) -> Vec<bool> {
+        self.lower
+            .iter()
+            .zip(&self.upper)
+            .map(|(l, u)| u > l)
+            .collect()
+    }
+    fn log_domain(&self) -> f64 {
+        let any = self.lower.iter().zip(&self.upper).any(|(l, u)| u > l);
+        if !any {
+            return f64::NEG_INFINITY;
+        }
+        self.lower
+            .iter()
+            .zip(&self.upper)
+            .filter(|(l, u)| u > l)
+            .map(|(l, u)| (u - l).ln())
+            .sum()
+    }
+    /// Moves the counts of the points in `slots` by `delta` in every tree (points outside
+    /// the domain lie in no cell).
+    fn count(&mut self, slots: &[u32], delta: i64) {
+        let data = self.store.data();
+        let inside: Vec<u32> = slots
+            .iter()
+            .copied()
+            .filter(|&s| self.contains(data.row(s)))
+            .collect();
+        let trees = &mut self.trees;
+        self.pool.install(|| {
+            trees.par_iter_mut().for_each(|t| {
+                for &s in &inside {
+                    t.add(data.row(s), delta);
+                }
+            })
+        });
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Trees {
+    Empty,
+    Streaming(Forest<PointCounts>),
+    Batch(BatchTrees),
+}
+
+/// A Mondrian Pólya forest (spec `mondrian-polya-forest.md`): density estimation and
+/// anomaly scores, batch or streaming, with exact deletion and sliding windows.
+///
+/// ```
+/// use mondrian::{MondrianPolyaForest, PolyaParams};
+/// let x: Vec<f64> = (0..400).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
+/// let mut f = MondrianPolyaForest::new(PolyaParams { n_trees: 20, ..Default::default() })?;
+/// f.fit(&x, 2)?;
+/// let near = f.evaluate(&[0.5, 0.5], 2)?[0];
+/// let far = f.evaluate(&[5.0, 5.0], 2)?[0];
+/// assert!(far.out_of_domain && far.mass == 0.0 && near.mass > 0.0);
+/// # Ok::<(), mondrian::MondrianError>(())
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "PolyaState")]
+pub struct MondrianPolyaForest {
+    params: PolyaParams,
+    trees: Trees,
+}
+
+/// The stored fields; decoding checks them, so a forest read from any file is as safe as
+/// a trained one.
+#[derive(Deserialize)]
+struct PolyaState {
+    params: PolyaParams,
+    trees: Trees,
+}
+
+impl TryFrom<PolyaState> for MondrianPolyaForest {
+    type Error = super::DecodeError;
+
+    fn try_from(s: PolyaState) -> std::result::Result<Self, Self::Error> {
+        s.params.validate()?;
+        let mut model = MondrianPolyaForest {
+            params: s.params,
+            trees: s.trees,
+        };
+        let corrupt = |m: &str| super::DecodeError(MondrianError::CorruptModel(m.into()));
+        let n_threads = model.params.n_threads;
+        let lifetime = model.params.lifetime;
+        let n_trees = model.params.n_trees;
+        match &mut model.trees {
+            Trees::Empty => {}
+            Trees::Streaming(f) => {
+                f.pool = Pool::new(n_threads);
+                f.check_decoded(n_trees, lifetime, |stats, tree| {
+                    let Some(root) = tree.root() else {
+                        return Ok(());
+                    };
+                    for j in tree.subtree_preorder(root) {
+                        let n = match tree.children(j) {
+                            Some((l, r)) => stats.count(l) as usize + stats.count(r) as usize,
+                            None => tree.leaf_points(j).len(),
+                        };
+                        if stats.count(j) as usize != n {
+                            return Err(format!("node {j}: its count is not its points'"));
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            Trees::Batch(b) => {
+                b.pool = Pool::new(n_threads);
+                b.store.check()?;
+                let d = b.store.n_features.unwrap_or(0);
+                if b.trees.len() != n_trees
+                    || b.lower.len() != d
+                    || b.upper.len() != d
+                    || b.lower
+                        .iter()
+                        .zip(&b.upper)
+                        .any(|(l, u)| !(l <= u && u.is_finite()))
+                    || !b.trees.iter().all(|t| t.is_consistent(d))
+                {
+                    return Err(corrupt("the batch trees do not match their domain"));
+                }
+            }
+        }
+        Ok(model)
+    }
+}
+
+impl MondrianPolyaForest {
+    /// An unfitted forest; the parameters are checked here.
+    pub fn new(params: PolyaParams) -> Result<Self> {
+        Ok(Self::with_params(params.check()?))
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &PolyaParams {
+        &self.params
+    }
+
+    /// Trains on these rows only (row-major, `n_features` per row), replacing what the
+    /// forest held.
+    pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize) -> Result<()> {
+        let rows = Rows::new(x, n_features)?;
+        rows.validate(None)?;
+        if rows.n_rows() == 0 {
+            return Err(MondrianError::EmptyData("fit needs at least one row"));
+        }
+        let mut fresh = Self::with_params(self.params.clone().check()?);
+        fresh.train(&rows)?;
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Adds rows to the forest (the first call fixes the width, the scaling and, for a
+    /// batch forest, the domain). With a window the oldest points leave first.
+    pub fn partial_fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize) -> Result<()> {
+        let rows = match self.store() {
+            Some(s) => s.rows(x, n_features)?,
+            None => {
+                let r = Rows::new(x, n_features)?;
+                r.validate(None)?;
+                r
+            }
+        };
+        if rows.n_rows() == 0 {
+            return Ok(());
+        }
+        self.train(&rows)
+    }
+
+    fn growth(&self) -> Growth {
+        Growth {
+            seed: self.params.seed,
+            bagging: false,
+            window: self.params.window,
+        }
+    }
+
+    fn check_memory(&self, n_rows: usize, n_features: usize) -> Result<()> {
+        let held = self.store().map_or(0, |s| s.len());
+        let shape = crate::memory::ForestShape {
+            n_trees: match self.params.variant {
+                PolyaVariant::Streaming => self.params.n_trees,
+                PolyaVariant::Batch => 0,
+            },
+            n_points: n_rows,
+            n_features,
+            stats_bytes_per_node: std::mem::size_of::<u32>(),
+            min_samples_split: 1,
+        };
+        super::check_memory(held, shape, self.params.window, self.params.max_memory)
+    }
+
+    fn train<T: FeatureValue>(&mut self, rows: &Rows<T>) -> Result<()> {
+        self.check_memory(rows.n_rows(), rows.n_features())?;
+        if matches!(self.trees, Trees::Empty) {
+            self.start(rows)?;
+        }
+        let targets = vec![(); rows.n_rows()];
+        let growth = self.growth();
+        match &mut self.trees {
+            Trees::Empty => unreachable!("started above"),
+            Trees::Streaming(forest) => {
+                let scaled = forest.store.scale(rows)?;
+                forest.learn(&scaled, &targets, None, growth);
+            }
+            Trees::Batch(b) => {
+                let scaled = b.store.scale(rows)?;
+                let n = rows.n_rows();
+                let mut take: Vec<usize> = (0..n).collect();
+                if let Some(w) = growth.window {
+                    take.drain(..n.saturating_sub(w));
+                }
+                let leaving_count = growth
+                    .window
+                    .map_or(0, |w| (b.store.len() + take.len()).saturating_sub(w));
+                let leaving = b.store.detach_oldest(leaving_count);
+                b.count(&leaving, -1);
+                let arriving: Vec<u32> = b
+                    .store
+                    .admit(&scaled, &targets, None, &take)
+                    .into_iter()
+                    .map(|(s, _)| s)
+                    .collect();
+                b.count(&arriving, 1);
+                b.store.release(&leaving);
+            }
+        }
+        Ok(())
+    }
+
+    /// The first call: the width, the scaling, and the trees (a batch forest samples its
+    /// partitions on the box of these rows).
+    fn start<T: FeatureValue>(&mut self, rows: &Rows<T>) -> Result<()> {
+        let d = rows.n_features();
+        let scaling = self.params.scaling_for(d);
+        let p = &self.params;
+        self.trees = match p.variant {
+            PolyaVariant::Streaming => {
+                let mut forest = Forest::new(p.n_threads);
+                forest.store.start(rows, &scaling)?;
+                forest.plant(
+                    p.n_trees,
+                    p.lifetime,
+                    PauseRule::NEVER,
+                    p.seed,
+                    PointCounts::default,
+                );
+                Trees::Streaming(forest)
+            }
+            PolyaVariant::Batch => {
+                let mut store = PointStore::new();
+                store.start(rows, &scaling)?;
+                let scaled = store.scale(rows)?;
+                let (mut lower, mut upper) = (vec![f64::INFINITY; d], vec![f64::NEG_INFINITY; d]);
+                for row in scaled.chunks_exact(d.max(1)) {
+                    for (k, &v) in row.iter().enumerate() {
+                        lower[k] = lower[k].min(f64::from(v));
+                        upper[k] = upper[k].max(f64::from(v));
+                    }
+                }
+                let pool = Pool::new(p.n_threads);
+                let (lifetime, max_depth, seed) = (p.lifetime, p.max_depth, p.seed);
+                let trees = pool.install(|| {
+                    (0..p.n_trees)
+                        .into_par_iter()
+                        .map(|t| {
+                            let mut rng = tree_rng(seed, t);
+                            Partition::sample(&lower, &upper, lifetime, max_depth, &mut rng)
+                        })
+                        .collect()
+                });
+                Trees::Batch(BatchTrees {
+                    store,
+                    trees,
+                    lower,
+                    upper,
+                    pool,
+                })
+            }
+        };
+        Ok(())
+    }
+
+    fn store(&self) -> Option<&PointStore<()>> {
+        match &self.trees {
+            Trees::Empty => None,
+            Trees::Streaming(f) => Some(&f.store),
+            Trees::Batch(b) => Some(&b.store),
+        }
+    }
+
+    fn pool(&self) -> Option<&Pool> {
+        match &self.trees {
+            Trees::Empty => None,
+            Trees::Streaming(f) => Some(&f.pool),
+            Trees::Batch(b) => Some(&b.pool),
+        }
+    }
+
+    /// Number of features (once trained).
+    pub fn n_features(&self) -> Option<usize> {
+        self.store().and_then(|s| s.n_features)
+    }
+
+    /// Number of trees.
+    pub fn n_trees(&self) -> usize {
+        self.params.n_trees
+    }
+
+    /// ln of the factor that turns a density in the trees' space into one in raw units
+    /// over the active dimensions.
+    fn log_jacobian(&self, active: &[bool]) -> f64 {
+        let Some(scaler) = self.store().and_then(|s| s.scaler.as_ref()) else {
+            return 0.0;
+        };
+        scaler
+            .factors()
+            .iter()
+            .zip(active)
+            .filter(|(_, &a)| a)
+            .map(|(f, _)| f.ln())
+            .sum()
+    }
+
+    /// Evaluates every tree at each scaled row; `reduce` turns the row's evaluations into
+    /// one output.
+    fn each_row<R: Send + Copy + Default>(
+        &self,
+        scaled: &[Feature],
+        n_rows: usize,
+        reduce: impl Fn(&[Evaluation]) -> R + Sync + Send,
+    ) -> Result<Vec<R>> {
+        let (Some(pool), Some(d)) = (self.pool(), self.n_features()) else {
+            return Err(MondrianError::NotFitted);
+        };
+        let mut out = vec![R::default(); n_rows];
+        let block = pool.prediction_block_rows(n_rows, std::mem::size_of::<R>().max(8));
+        let evaluate_block = |out: &mut [R], x: &[Feature]| {
+            let mut evals = Vec::with_capacity(self.params.n_trees);
+            for (o, xi) in out.iter_mut().zip(x.chunks_exact(d.max(1))) {
+                evals.clear();
+                self.evaluate_trees(xi, &mut evals, None);
+                *o = reduce(&evals);
+            }
+        };
+        pool.for_each_block(&mut out, block, scaled, block * d, evaluate_block);
+        Ok(out)
+    }
+
+    /// Every tree's evaluation at the scaled row `x`, each with the steps of its path if
+    /// `steps` is given.
+    fn evaluate_trees(
+        &self,
+        x: &[Feature],
+        out: &mut Vec<Evaluation>,
+        mut steps: Option<&mut Vec<Vec<Step>>>,
+    ) {
+        let gamma = self.params.gamma;
+        match &self.trees {
+            Trees::Empty => {}
+            Trees::Streaming(f) => {
+                let features = f.store.data().features;
+                for unit in &f.trees {
+                    let view = StreamingView {
+                        tree: &unit.tree,
+                        counts: &unit.stats,
+                        features,
+                        gamma,
+                        max_depth: self.params.max_depth,
+                    };
+                    let active = view.active().unwrap_or_default();
+                    let record = steps.as_deref_mut().map(|s| {
+                        s.push(Vec::new());
+                        s.last_mut().expect("pushed")
+                    });
+                    out.push(view.evaluate(x, &active, record));
+                }
+            }
+            Trees::Batch(b) => {
+                let inside = b.contains(x);
+                let log_domain = b.log_domain();
+                for t in &b.trees {
+                    let record = steps.as_deref_mut().map(|s| {
+                        s.push(Vec::new());
+                        s.last_mut().expect("pushed")
+                    });
+                    out.push(match inside {
+                        true => t.evaluate(x, gamma, log_domain, record),
+                        false => Evaluation::OUTSIDE,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The active dimensions: where the domain (the first tree's root box for a
+    /// streaming forest) has extent.
+    fn active(&self) -> Vec<bool> {
+        match &self.trees {
+            Trees::Empty => Vec::new(),
+            Trees::Streaming(f) => f
+                .trees
+                .first()
+                .and_then(|u| {
+                    StreamingView {
+                        tree: &u.tree,
+                        counts: &u.stats,
+                        features: f.store.data().features,
+                        gamma: self.params.gamma,
+                        max_depth: self.params.max_depth,
+                    }
+                    .active()
+                })
+                .unwrap_or_default(),
+            Trees::Batch(b) => b.active(),
+        }
+    }
+
+    /// Scaled, validated rows.
+    fn scaled<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<(Vec<Feature>, usize)> {
+        let store = self.store().ok_or(MondrianError::NotFitted)?;
+        let rows = store.rows(x, n_features)?;
+        Ok((store.scale(&rows)?, rows.n_rows()))
+    }
+
+    /// The forest's mass, log-density and domain flag per row (§5, §8.3).
+    pub fn evaluate<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<RowScore>> {
+        let (scaled, n) = self.scaled(x, n_features)?;
+        let jac = self.log_jacobian(&self.active());
+        let m = self.params.n_trees as f64;
+        self.each_row(&scaled, n, |evals| reduce_row(evals, m, jac))
+    }
+
+    /// The mean leaf mass per row, `s(x)` (§5): lower is more anomalous.
+    pub fn score<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
+        Ok(self
+            .evaluate(x, n_features)?
+            .iter()
+            .map(|r| r.mass)
+            .collect())
+    }
+
+    /// ln of the forest density per row, in raw units (§5, §8.3).
+    pub fn log_density<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
+        Ok(self
+            .evaluate(x, n_features)?
+            .iter()
+            .map(|r| r.log_density)
+            .collect())
+    }
+
+    /// Each tree's leaf mass per row, row-major `n_rows × n_trees` (§8.3).
+    pub fn mass_per_tree<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
+        let (scaled, n) = self.scaled(x, n_features)?;
+        let d = n_features.max(1);
+        let mut out = Vec::with_capacity(n * self.params.n_trees);
+        let mut evals = Vec::new();
+        for xi in scaled.chunks_exact(d) {
+            evals.clear();
+            self.evaluate_trees(xi, &mut evals, None);
+            out.extend(evals.iter().map(|e| e.log_mass.exp()));
+        }
+        Ok(out)
+    }
+
+    /// The ⌈φ·M⌉-th smallest tree mass per row (§5): a row is an (ε, φ)-anomaly iff this
+    /// is at most ε.
+    pub fn order_stat_score<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        phi: f64,
+    ) -> Result<Vec<f64>> {
+        let k = order_rank(phi, self.params.n_trees)?;
+        let (scaled, n) = self.scaled(x, n_features)?;
+        self.each_row(&scaled, n, |evals| {
+            let mut masses: Vec<f64> = evals.iter().map(|e| e.log_mass.exp()).collect();
+            let (_, kth, _) = masses.select_nth_unstable_by(k - 1, f64::total_cmp);
+            *kth
+        })
+    }
+
+    /// Whether each row is an (ε, φ)-anomaly (Def. 3.2): its mass is at most ε in at
+    /// least φ·M trees. φ must lie in (0, 1]; ε in [0, 1].
+    pub fn is_anomaly<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        epsilon: f64,
+        phi: f64,
+    ) -> Result<Vec<bool>> {
+        if !(0.0..=1.0).contains(&epsilon) {
+            return Err(MondrianError::InvalidParameter {
+                name: "epsilon",
+                reason: format!("{epsilon} is not a probability in [0, 1]"),
+            });
+        }
+        let k = order_rank(phi, self.params.n_trees)?;
+        let (scaled, n) = self.scaled(x, n_features)?;
+        self.each_row(&scaled, n, |evals| {
+            evals.iter().filter(|e| e.log_mass.exp() <= epsilon).count() >= k
+        })
+    }
+
+    /// Every Pólya leaf of tree `t` with its mass and volume (in the trees' space).
+    pub fn leaves(&self, t: usize) -> Result<Vec<PolyaLeaf>> {
+        let gamma = self.params.gamma;
+        match &self.trees {
+            Trees::Empty => Err(MondrianError::NotFitted),
+            Trees::Streaming(f) => {
+                let unit = f.trees.get(t).ok_or(MondrianError::InvalidParameter {
+                    name: "tree",
+                    reason: format!("no tree {t}"),
+                })?;
+                Ok(StreamingView {
+                    tree: &unit.tree,
+                    counts: &unit.stats,
+                    features: f.store.data().features,
+                    gamma,
+                    max_depth: self.params.max_depth,
+                }
+                .leaves())
+            }
+            Trees::Batch(b) => {
+                let tree = b.trees.get(t).ok_or(MondrianError::InvalidParameter {
+                    name: "tree",
+                    reason: format!("no tree {t}"),
+                })?;
+                Ok(tree.leaves(gamma, b.log_domain()))
+            }
+        }
+    }
+
+    /// Streams rows through the forest one at a time and scores each (§7.6): with a
+    /// window the oldest point leaves first, then the row is inserted and scored
+    /// (`prequential`: scored before it is inserted). Equal, row for row, to calling
+    /// [`partial_fit`](Self::partial_fit) and [`evaluate`](Self::evaluate) on each row in
+    /// turn; each tree runs through the rows on its own, in parallel.
+    pub fn score_stream<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        prequential: bool,
+    ) -> Result<Vec<RowScore>> {
+        let rows = match self.store() {
+            Some(s) => s.rows(x, n_features)?,
+            None => {
+                let r = Rows::new(x, n_features)?;
+                r.validate(None)?;
+                r
+            }
+        };
+        let n = rows.n_rows();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.check_memory(n, n_features)?;
+        if self.params.variant == PolyaVariant::Batch {
+            // Counts move, the partition does not: one row at a time through the
+            // ordinary calls is already O(depth) per tree.
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let row = rows.row(i);
+                if prequential && self.store().is_some() {
+                    out.push(self.evaluate(row, n_features)?[0]);
+                    self.partial_fit(row, n_features)?;
+                } else {
+                    self.partial_fit(row, n_features)?;
+                    out.push(self.evaluate(row, n_features)?[0]);
+                }
+            }
+            return Ok(out);
+        }
+        if matches!(self.trees, Trees::Empty) {
+            self.start(&rows)?;
+        }
+        let (gamma, max_depth) = (self.params.gamma, self.params.max_depth);
+        let window = self.params.window.unwrap_or(usize::MAX);
+        let Trees::Streaming(forest) = &mut self.trees else {
+            unreachable!("a streaming forest")
+        };
+        let scaled = forest.store.scale(&rows)?;
+        let m = forest.trees.len();
+        let mut out = Vec::with_capacity(n);
+        // Chunks no longer than the window: the points leaving during a chunk are then
+        // all older than it.
+        let chunk = window.clamp(1, STREAM_CHUNK);
+        let mut evals = vec![Evaluation::OUTSIDE; chunk * m];
+        for start in (0..n).step_by(chunk) {
+            let c = chunk.min(n - start);
+            let held = forest.store.len();
+            let leaving_total = (held + c).saturating_sub(window);
+            let leaving = forest.store.detach_oldest(leaving_total);
+            // Row k of the chunk is preceded by the leaving of `leave_before[k]` points.
+            let leave_at = |k: usize| {
+                (held + k + 1).saturating_sub(window) - (held + k).saturating_sub(window)
+            };
+            let take: Vec<usize> = (start..start + c).collect();
+            let targets = vec![(); n];
+            let arriving = forest.store.admit(&scaled, &targets, None, &take);
+            let data = forest.store.data();
+            let trees = &mut forest.trees;
+            let evals_chunk = &mut evals[..c * m];
+            forest.pool.install(|| {
+                // Column t of the chunk's evaluations belongs to tree t.
+                let mut columns: Vec<Vec<Evaluation>> = trees
+                    .par_iter_mut()
+                    .map(|unit| {
+                        let mut col = Vec::with_capacity(c);
+                        let mut gone = 0usize;
+                        let mut active = Vec::new();
+                        for (k, &(slot, _)) in arriving.iter().enumerate() {
+                            for _ in 0..leave_at(k) {
+                                unit.tree.delete(leaving[gone], &data, &mut unit.stats);
+                                gone += 1;
+                            }
+                            let x = data.row(slot);
+                            let view_eval =
+                                |unit: &crate::forest::TreeUnit<PointCounts>,
+                                 active: &mut Vec<bool>| {
+                                    let view = StreamingView {
+                                        tree: &unit.tree,
+                                        counts: &unit.stats,
+                                        features: data.features,
+                                        gamma,
+                                        max_depth,
+                                    };
+                                    *active = view.active().unwrap_or_default();
+                                    view.evaluate(x, active, None)
+                                };
+                            if prequential {
+                                col.push(view_eval(unit, &mut active));
+                                unit.tree
+                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
+                            } else {
+                                unit.tree
+                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
+                                col.push(view_eval(unit, &mut active));
+                            }
+                        }
+                        col
+                    })
+                    .collect();
+                for (t, col) in columns.iter_mut().enumerate() {
+                    for (k, e) in col.drain(..).enumerate() {
+                        evals_chunk[k * m + t] = e;
+                    }
+                }
+            });
+            forest.store.release(&leaving);
+            let jac_active = forest
+                .trees
+                .first()
+                .and_then(|u| {
+                    StreamingView {
+                        tree: &u.tree,
+                        counts: &u.stats,
+                        features: forest.store.data().features,
+                        gamma,
+                        max_depth,
+                    }
+                    .active()
+                })
+                .unwrap_or_default();
+            let jac = forest
+                .store
+                .scaler
+                .as_ref()
+                .map_or(0.0, |s| log_factor(s.factors(), &jac_active));
+            for k in 0..c {
+                out.push(reduce_row(&evals_chunk[k * m..(k + 1) * m], m as f64, jac));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Why one row (`n_features` values) scores as it does (§8.4, an extension): each
+    /// tree's path with its shares, the critical step, the out-of-box dimensions and the
+    /// per-feature attribution. Thresholds are in raw units.
+    pub fn explain<T: FeatureValue>(&self, x: &[T]) -> Result<Explanation> {
+        let d = x.len();
+        let (scaled, _) = self.scaled(x, d)?;
+        let mut evals = Vec::new();
+        let mut steps = Vec::new();
+        self.evaluate_trees(&scaled, &mut evals, Some(&mut steps));
+        let jac = self.log_jacobian(&self.active());
+        let score = reduce_row(&evals, self.params.n_trees as f64, jac);
+        if let Some(scaler) = self.store().and_then(|s| s.scaler.as_ref()) {
+            for step in steps.iter_mut().flatten() {
+                if let Step::Cut { dim, threshold, .. } = step {
+                    *threshold = scaler.unscale(*dim, *threshold);
+                }
+            }
+        }
+        Ok(Explanation::new(score, &evals, steps, d))
+    }
+
+    /// The points held, by id (arrival index).
+    pub fn point_ids(&self) -> Vec<u64> {
+        self.store().map_or(Vec::new(), |s| s.live_ids().collect())
+    }
+
+    /// Number of points held.
+    pub fn n_points(&self) -> usize {
+        self.store().map_or(0, |s| s.len())
+    }
+
+    /// Sets the worker threads (results do not depend on it).
+    pub fn set_n_threads(&mut self, n_threads: usize) -> Result<()> {
+        if n_threads == 0 || n_threads > MAX_THREADS {
+            return Err(MondrianError::InvalidParameter {
+                name: "n_threads",
+                reason: format!("must be between 1 and {MAX_THREADS}"),
+            });
+        }
+        self.params.n_threads = n_threads;
+        match &mut self.trees {
+            Trees::Empty => {}
+            Trees::Streaming(f) => f.pool = Pool::new(n_threads),
+            Trees::Batch(b) => b.pool = Pool::new(n_threads),
+        }
+        Ok(())
+    }
+}
+
+/// Rows per chunk of [`MondrianPolyaForest::score_stream`].
+const STREAM_CHUNK: usize = 4096;
+
+fn log_factor(factors: &[f64], active: &[bool]) -> f64 {
+    factors
+        .iter()
+        .zip(active)
+        .filter(|(_, &a)| a)
+        .map(|(f, _)| f.ln())
+        .sum()
+}
+
+/// The forest's row score from its trees' evaluations (`m` trees; `jac` the log-Jacobian
+/// to raw units).
+fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
+    let mass = evals.iter().map(|e| e.log_mass.exp()).sum::<f64>() / m;
+    let top = evals
+        .iter()
+        .map(Evaluation::log_density)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let log_density = if top == f64::NEG_INFINITY || top == f64::INFINITY {
+        top
+    } else {
+        let s: f64 = evals.iter().map(|e| (e.log_density() - top).exp()).sum();
+        top + s.ln() - m.ln() + jac
+    };
+    RowScore {
+        mass,
+        log_density,
+        out_of_domain: evals.iter().all(|e| e.kind == LeafKind::OutOfDomain),
+    }
+}
+
+/// `⌈φ·M⌉`, for φ in (0, 1].
+fn order_rank(phi: f64, n_trees: usize) -> Result<usize> {
+    if !(phi > 0.0 && phi <= 1.0) {
+        return Err(MondrianError::InvalidParameter {
+            name: "phi",
+            reason: format!(
+                "{phi} is not in (0, 1]: φ = 0 would flag every point (an anomaly in at least \
+                 0 trees)"
+            ),
+        });
+    }
+    Ok(((phi * n_trees as f64).ceil() as usize).clamp(1, n_trees))
+}
+
+impl Model for MondrianPolyaForest {
+    type Params = PolyaParams;
+    type Target = ();
+    fn with_params(params: Checked<PolyaParams>) -> Self {
+        MondrianPolyaForest {
+            params: params.into_inner(),
+            trees: Trees::Empty,
+        }
+    }
+    fn params(&self) -> &PolyaParams {
+        &self.params
+    }
+}
+
+impl Forget for MondrianPolyaForest {
+    /// Removes these points (ids = arrival indices): the forest is then distributed as one
+    /// trained on the rest (§7.3). An id not held is an error, with nothing changed.
+    fn forget(&mut self, ids: &[u64]) -> Result<()> {
+        let growth = self.growth();
+        match &mut self.trees {
+            Trees::Empty => Err(MondrianError::NotFitted),
+            Trees::Streaming(f) => f.forget(ids, growth).map(|_| ()),
+            Trees::Batch(b) => {
+                let leaving = b.store.detach_ids(ids)?;
+                b.count(&leaving, -1);
+                b.store.release(&leaving);
+                Ok(())
+            }
+        }
+    }
+    fn n_points(&self) -> usize {
+        MondrianPolyaForest::n_points(self)
+    }
+    fn point_ids(&self) -> Vec<u64> {
+        MondrianPolyaForest::point_ids(self)
+    }
+}
+
+impl crate::persist::Persistent for MondrianPolyaForest {
+    const KIND: &'static str = "mondrian-polya-forest";
+}
