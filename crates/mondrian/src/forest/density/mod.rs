@@ -416,16 +416,59 @@ impl MondrianPolyaForest {
         };
         let mut out = vec![R::default(); n_rows];
         let block = pool.prediction_block_rows(n_rows, std::mem::size_of::<R>().max(8));
+        let m = self.params.n_trees;
         let evaluate_block = |out: &mut [R], x: &[Feature]| {
-            let mut evals = Vec::with_capacity(self.params.n_trees);
-            for (o, xi) in out.iter_mut().zip(x.chunks_exact(d.max(1))) {
-                evals.clear();
-                self.evaluate_trees(xi, &mut evals, None);
-                *o = reduce(&evals);
+            let mut evals = vec![Evaluation::OUTSIDE; TREE_MAJOR_ROWS * m];
+            for (out, x) in out
+                .chunks_mut(TREE_MAJOR_ROWS)
+                .zip(x.chunks(TREE_MAJOR_ROWS * d.max(1)))
+            {
+                let evals = &mut evals[..out.len() * m];
+                self.evaluate_tree_major(x, evals);
+                for (o, row) in out.iter_mut().zip(evals.chunks_exact(m)) {
+                    *o = reduce(row);
+                }
             }
         };
         pool.for_each_block(&mut out, block, scaled, block * d, evaluate_block);
         Ok(out)
+    }
+
+    /// Every tree's evaluation at each scaled row of `x`, row-major into `out` (`n_rows ×
+    /// n_trees`), one tree at a time so that its nodes stay in cache.
+    fn evaluate_tree_major(&self, x: &[Feature], out: &mut [Evaluation]) {
+        let (gamma, m) = (self.params.gamma, self.params.n_trees);
+        let d = self.n_features().unwrap_or(0).max(1);
+        match &self.trees {
+            Trees::Empty => {}
+            Trees::Streaming(f) => {
+                let features = f.store.data().features;
+                for (t, unit) in f.trees.iter().enumerate() {
+                    let view = StreamingView {
+                        tree: &unit.tree,
+                        counts: &unit.stats,
+                        features,
+                        gamma,
+                        max_depth: self.params.max_depth,
+                    };
+                    for (r, xi) in x.chunks_exact(d).enumerate() {
+                        out[r * m + t] = view.evaluate(xi, None);
+                    }
+                }
+            }
+            Trees::Batch(b) => {
+                let log_domain = b.log_domain();
+                let inside: Vec<bool> = x.chunks_exact(d).map(|xi| b.contains(xi)).collect();
+                for (t, tree) in b.trees.iter().enumerate() {
+                    for (r, xi) in x.chunks_exact(d).enumerate() {
+                        out[r * m + t] = match inside[r] {
+                            true => tree.evaluate(xi, gamma, log_domain, None),
+                            false => Evaluation::OUTSIDE,
+                        };
+                    }
+                }
+            }
+        }
     }
 
     /// Every tree's evaluation at the scaled row `x`, each with the steps of its path if
@@ -449,12 +492,11 @@ impl MondrianPolyaForest {
                         gamma,
                         max_depth: self.params.max_depth,
                     };
-                    let active = view.active().unwrap_or_default();
                     let record = steps.as_deref_mut().map(|s| {
                         s.push(Vec::new());
                         s.last_mut().expect("pushed")
                     });
-                    out.push(view.evaluate(x, &active, record));
+                    out.push(view.evaluate(x, record));
                 }
             }
             Trees::Batch(b) => {
@@ -689,34 +731,30 @@ impl MondrianPolyaForest {
                     .map(|unit| {
                         let mut col = Vec::with_capacity(c);
                         let mut gone = 0usize;
-                        let mut active = Vec::new();
                         for (k, &(slot, _)) in arriving.iter().enumerate() {
                             for _ in 0..leave_at(k) {
                                 unit.tree.delete(leaving[gone], &data, &mut unit.stats);
                                 gone += 1;
                             }
                             let x = data.row(slot);
-                            let view_eval =
-                                |unit: &crate::forest::TreeUnit<PointCounts>,
-                                 active: &mut Vec<bool>| {
-                                    let view = StreamingView {
-                                        tree: &unit.tree,
-                                        counts: &unit.stats,
-                                        features: data.features,
-                                        gamma,
-                                        max_depth,
-                                    };
-                                    *active = view.active().unwrap_or_default();
-                                    view.evaluate(x, active, None)
-                                };
+                            let view_eval = |unit: &crate::forest::TreeUnit<PointCounts>| {
+                                StreamingView {
+                                    tree: &unit.tree,
+                                    counts: &unit.stats,
+                                    features: data.features,
+                                    gamma,
+                                    max_depth,
+                                }
+                                .evaluate(x, None)
+                            };
                             if prequential {
-                                col.push(view_eval(unit, &mut active));
+                                col.push(view_eval(unit));
                                 unit.tree
                                     .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
                             } else {
                                 unit.tree
                                     .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
-                                col.push(view_eval(unit, &mut active));
+                                col.push(view_eval(unit));
                             }
                         }
                         col
@@ -803,6 +841,9 @@ impl MondrianPolyaForest {
         Ok(())
     }
 }
+
+/// Rows evaluated together, one tree at a time ([`MondrianPolyaForest::evaluate_tree_major`]).
+const TREE_MAJOR_ROWS: usize = 256;
 
 /// Rows per chunk of [`MondrianPolyaForest::score_stream`].
 const STREAM_CHUNK: usize = 4096;

@@ -110,7 +110,10 @@ impl Partition {
         mut record: Option<&mut Vec<Step>>,
     ) -> Evaluation {
         let (mut j, mut depth) = (0usize, 0usize);
-        let (mut log_mass, mut log_volume) = (0.0, log_domain);
+        // Running products, one logarithm each at the end (moved into the logs whenever
+        // they get small, for deep trees of a finite lifetime).
+        let (mut mass, mut fraction) = (1.0f64, 1.0f64);
+        let (mut log_mass, mut log_fraction) = (0.0f64, 0.0f64);
         while self.left[j] != NO_CHILD {
             let side = u8::from(f64::from(x[self.dim[j] as usize]) > self.loc[j]);
             let f = match side {
@@ -120,8 +123,12 @@ impl Partition {
             let c = (self.left[j] + u32::from(side)) as usize;
             let a = gamma * ((depth + 1) as f64).powi(2);
             let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
-            log_mass += share.ln();
-            log_volume += f.ln();
+            mass *= share;
+            fraction *= f;
+            if mass < 1e-200 || fraction < 1e-200 {
+                (log_mass, log_fraction) = (log_mass + mass.ln(), log_fraction + fraction.ln());
+                (mass, fraction) = (1.0, 1.0);
+            }
             if let Some(r) = record.as_deref_mut() {
                 r.push(Step::Cut {
                     dim: self.dim[j] as usize,
@@ -134,8 +141,8 @@ impl Partition {
             depth += 1;
         }
         Evaluation {
-            log_mass,
-            log_volume,
+            log_mass: log_mass + mass.ln(),
+            log_volume: log_domain + log_fraction + fraction.ln(),
             kind: if depth == 0 {
                 LeafKind::Root
             } else {

@@ -111,24 +111,56 @@ pub(crate) struct StreamingView<'a> {
     pub(crate) max_depth: Option<usize>,
 }
 
-/// A node's box in f64 with its log-volume over the active dimensions.
+/// A node's box.
 struct NodeBox<'a> {
     lower: Cow<'a, [Feature]>,
     upper: Cow<'a, [Feature]>,
 }
 
+/// Sides multiplied together before one logarithm is taken: a box's log-volume costs a
+/// logarithm per group rather than per dimension.
+const SIDES_PER_LOG: usize = 8;
+
 impl NodeBox<'_> {
-    fn log_volume(&self, active: &[bool]) -> f64 {
-        active
+    /// ln of the volume over the active dimensions (where `root` has extent).
+    fn log_volume(&self, root: &NodeBox) -> f64 {
+        let (mut total, mut product, mut k) = (0.0, 1.0f64, 0);
+        let active = root.lower.iter().zip(root.upper.iter()).map(|(l, u)| u > l);
+        for ((&l, &u), a) in self.lower.iter().zip(self.upper.iter()).zip(active) {
+            if a {
+                product *= f64::from(u) - f64::from(l);
+                k += 1;
+                if k == SIDES_PER_LOG {
+                    total += product.ln();
+                    (product, k) = (1.0, 0);
+                }
+            }
+        }
+        total += product.ln();
+        if total.is_finite() || self.degenerate(root) {
+            return total;
+        }
+        // A group of very large or very small sides left the range of f64: one logarithm
+        // per side.
+        self.lower
             .iter()
-            .zip(self.lower.iter().zip(self.upper.iter()))
-            .filter(|(&a, _)| a)
-            .map(|(_, (&l, &u))| (f64::from(u) - f64::from(l)).ln())
+            .zip(self.upper.iter())
+            .zip(root.lower.iter().zip(root.upper.iter()))
+            .filter(|(_, (rl, ru))| ru > rl)
+            .map(|((&l, &u), _)| (f64::from(u) - f64::from(l)).ln())
             .sum()
     }
     /// Zero extent in an active dimension.
-    fn degenerate(&self, active: &[bool]) -> bool {
-        (0..active.len()).any(|d| active[d] && self.upper[d] <= self.lower[d])
+    fn degenerate(&self, root: &NodeBox) -> bool {
+        self.lower
+            .iter()
+            .zip(self.upper.iter())
+            .zip(root.lower.iter().zip(root.upper.iter()))
+            .any(|((l, u), (rl, ru))| ru > rl && u <= l)
+    }
+    /// Whether some dimension has extent.
+    fn has_extent(&self) -> bool {
+        self.lower.iter().zip(self.upper.iter()).any(|(l, u)| u > l)
     }
     fn contains(&self, x: &[Feature]) -> bool {
         x.iter()
@@ -163,12 +195,11 @@ impl<'a> StreamingView<'a> {
     }
 
     /// Evaluates the tree at `x` (in the trees' space), §4.4; `record` hears each step.
-    pub(crate) fn evaluate(
-        &self,
-        x: &[Feature],
-        active: &[bool],
-        mut record: Option<&mut Vec<Step>>,
-    ) -> Evaluation {
+    ///
+    /// The mass is a running product of the shares (one logarithm at the end) and a
+    /// restriction's volume ratio a product of side ratios, so a step costs no logarithm;
+    /// only the leaf's volume is taken in logs.
+    pub(crate) fn evaluate(&self, x: &[Feature], mut record: Option<&mut Vec<Step>>) -> Evaluation {
         let Some(root) = self.tree.root() else {
             return Evaluation::OUTSIDE;
         };
@@ -176,20 +207,20 @@ impl<'a> StreamingView<'a> {
         if !root_box.contains(x) {
             return Evaluation::OUTSIDE;
         }
-        let (mut j, mut depth) = (root, 0usize);
-        let mut log_mass = 0.0;
-        let mut log_volume = match active.iter().any(|&a| a) {
-            true => root_box.log_volume(active),
-            false => f64::NEG_INFINITY,
-        };
-        if self.ends(j, depth) || !active.iter().any(|&a| a) {
+        if self.ends(root, 0) || !root_box.has_extent() {
             return Evaluation {
-                log_mass,
-                log_volume,
+                log_mass: 0.0,
+                log_volume: match root_box.has_extent() {
+                    true => root_box.log_volume(&root_box),
+                    false => f64::NEG_INFINITY,
+                },
                 kind: LeafKind::Root,
             };
         }
-        let mut j_box = root_box;
+        let (mut j, mut depth) = (root, 0usize);
+        // The mass is `mass · e^log_scale`; the scale takes over if the product gets small.
+        let (mut mass, mut log_scale) = (1.0f64, 0.0f64);
+        let mut j_box = self.node_box(root);
         loop {
             let dim = self.tree.split_dimension(j);
             let xi = f64::from(self.tree.split_location(j));
@@ -206,8 +237,7 @@ impl<'a> StreamingView<'a> {
             );
             let a = self.gamma * ((2 * depth + 1) as f64).powi(2);
             let share = (a * f + n_c) / (a + n_j);
-            log_mass += share.ln();
-            let log_side = log_volume + f.ln();
+            mass *= share;
             if let Some(r) = record.as_deref_mut() {
                 r.push(Step::Cut {
                     dim,
@@ -217,19 +247,18 @@ impl<'a> StreamingView<'a> {
                 });
             }
             let c_box = self.node_box(c);
-            if c_box.degenerate(active) {
+            if c_box.degenerate(&root_box) {
                 return Evaluation {
-                    log_mass,
-                    log_volume: log_side,
+                    log_mass: mass.ln() + log_scale,
+                    log_volume: j_box.log_volume(&root_box) + f.ln(),
                     kind: LeafKind::TypeI,
                 };
             }
             let b = self.gamma * ((2 * depth + 2) as f64).powi(2);
-            let log_c = c_box.log_volume(active);
-            let ratio = (log_c - log_side).exp().min(1.0);
+            let ratio = (side_ratio(&c_box, &j_box, &root_box) / f).min(1.0);
             if c_box.contains(x) {
                 let share = (b * ratio + n_c) / (b + n_c);
-                log_mass += share.ln();
+                mass *= share;
                 if let Some(r) = record.as_deref_mut() {
                     r.push(Step::Restrict {
                         inside: true,
@@ -239,18 +268,21 @@ impl<'a> StreamingView<'a> {
                 }
                 if self.ends(c, depth + 1) {
                     return Evaluation {
-                        log_mass,
-                        log_volume: log_c,
+                        log_mass: mass.ln() + log_scale,
+                        log_volume: c_box.log_volume(&root_box),
                         kind: LeafKind::TypeII,
                     };
+                }
+                if mass < RESCALE_BELOW {
+                    log_scale += mass.ln();
+                    mass = 1.0;
                 }
                 j = c;
                 j_box = c_box;
                 depth += 1;
-                log_volume = log_c;
             } else {
                 let share = b * (1.0 - ratio) / (b + n_c);
-                log_mass += share.ln();
+                mass *= share;
                 if let Some(r) = record.as_deref_mut() {
                     r.push(Step::Restrict {
                         inside: false,
@@ -259,8 +291,8 @@ impl<'a> StreamingView<'a> {
                     });
                 }
                 return Evaluation {
-                    log_mass,
-                    log_volume: log_side + (-ratio).ln_1p(),
+                    log_mass: mass.ln() + log_scale,
+                    log_volume: j_box.log_volume(&root_box) + f.ln() + (-ratio).ln_1p(),
                     kind: LeafKind::Complement,
                 };
             }
@@ -270,13 +302,13 @@ impl<'a> StreamingView<'a> {
     /// Every Pólya leaf of the tree with its mass, volume and encoding (§11 items 2, 4).
     pub(crate) fn leaves(&self) -> Vec<PolyaLeaf> {
         let mut out = Vec::new();
-        let (Some(root), Some(active)) = (self.tree.root(), self.active()) else {
+        let Some(root) = self.tree.root() else {
             return out;
         };
         let root_box = self.node_box(root);
-        let any = active.iter().any(|&a| a);
+        let any = root_box.has_extent();
         let log_root = if any {
-            root_box.log_volume(&active)
+            root_box.log_volume(&root_box)
         } else {
             f64::NEG_INFINITY
         };
@@ -309,7 +341,7 @@ impl<'a> StreamingView<'a> {
                 let v_side = log_volume + f.ln();
                 let code = format!("{code}{side}");
                 let c_box = self.node_box(c);
-                if c_box.degenerate(&active) {
+                if c_box.degenerate(&root_box) {
                     out.push(PolyaLeaf {
                         log_mass: m_side,
                         log_volume: v_side,
@@ -318,7 +350,7 @@ impl<'a> StreamingView<'a> {
                     });
                     continue;
                 }
-                let log_c = c_box.log_volume(&active);
+                let log_c = c_box.log_volume(&root_box);
                 let ratio = (log_c - v_side).exp().min(1.0);
                 out.push(PolyaLeaf {
                     log_mass: m_side + (b * (1.0 - ratio) / (b + n_c)).ln(),
@@ -341,6 +373,27 @@ impl<'a> StreamingView<'a> {
         }
         out
     }
+}
+
+/// Below this the running mass of [`StreamingView::evaluate`] moves into its log scale.
+const RESCALE_BELOW: f64 = 1e-200;
+
+/// `Π_d h(c)_d / h(j)_d` over the active dimensions: the volume of the child's box `c`
+/// over that of its parent's box `j` (each factor in (0, 1], so no overflow).
+fn side_ratio(c: &NodeBox, j: &NodeBox, root: &NodeBox) -> f64 {
+    let mut r = 1.0;
+    for (((cl, cu), (jl, ju)), (rl, ru)) in c
+        .lower
+        .iter()
+        .zip(c.upper.iter())
+        .zip(j.lower.iter().zip(j.upper.iter()))
+        .zip(root.lower.iter().zip(root.upper.iter()))
+    {
+        if ru > rl {
+            r *= (f64::from(*cu) - f64::from(*cl)) / (f64::from(*ju) - f64::from(*jl));
+        }
+    }
+    r
 }
 
 /// Per dimension, how far `x` lies outside the child's box `c`, divided by the extent of
@@ -453,10 +506,9 @@ mod tests {
             let total: f64 = leaves.iter().map(|l| l.log_mass.exp()).sum();
             assert!((total - 1.0).abs() < 1e-12);
             // Queries: one per leaf, with the shares on their paths.
-            let active = view.active().unwrap();
             let at = |p: [Feature; 2]| {
                 let mut steps = Vec::new();
-                (view.evaluate(&p, &active, Some(&mut steps)), steps)
+                (view.evaluate(&p, Some(&mut steps)), steps)
             };
             let (e, steps) = at([0.0, 0.0]);
             assert_eq!(e.kind, LeafKind::TypeII);
