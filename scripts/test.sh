@@ -41,12 +41,14 @@ rm -rf "$WHEELENV"
 (cd "$WHEELENV" && bin/python -c '
 import numpy as np
 import mondrian_ml
-from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor
+from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor, MondrianPolyaForest
 x = np.random.default_rng(0).random((60, 3))
 y = (x[:, 0] > 0.5).astype(int)
 p = MondrianForestClassifier(n_estimators=5, random_state=0).fit(x, y).predict_proba(x)
 assert p.shape == (60, 2) and np.allclose(p.sum(axis=1), 1.0)
 m = MondrianForestRegressor(n_estimators=5, random_state=0).fit(x, x[:, 1]).predict(x)
 assert m.shape == (60,) and np.isfinite(m).all()
+s = MondrianPolyaForest(n_estimators=5, random_state=0).fit(x).score_samples(x)
+assert s.shape == (60,) and np.isfinite(s).all()
 print("wheel", mondrian_ml.__version__, "imports, fits and predicts")
 ')
