@@ -25,10 +25,10 @@ pub(crate) struct PolyaArgs {
     #[arg(long, value_name = "K|none", value_parser = parse_depth)]
     pub(crate) max_depth: Option<Depth>,
     /// Lifetime λ of the Mondrian process: `inf` or a number > 0 [default: inf].
-    #[arg(long, value_parser = parse_lifetime)]
+    #[arg(long, value_parser = parse_lifetime, allow_negative_numbers = true)]
     pub(crate) lifetime: Option<f64>,
     /// Prior strength γ of the Pólya trees (> 0) [default: 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub(crate) gamma: Option<f64>,
     /// Master seed: tree t draws from (seed, t) [default: 0].
     #[arg(long)]
