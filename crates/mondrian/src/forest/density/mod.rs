@@ -824,7 +824,7 @@ fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
         .iter()
         .map(Evaluation::log_density)
         .fold(f64::NEG_INFINITY, f64::max);
-    let log_density = if top == f64::NEG_INFINITY || top == f64::INFINITY {
+    let log_density = if top.is_infinite() {
         top
     } else {
         let s: f64 = evals.iter().map(|e| (e.log_density() - top).exp()).sum();

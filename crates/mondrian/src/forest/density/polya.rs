@@ -120,8 +120,8 @@ struct NodeBox<'a> {
 impl NodeBox<'_> {
     fn log_volume(&self, active: &[bool]) -> f64 {
         let mut s = 0.0;
-        for d in 0..active.len() {
-            if active[d] {
+        for (d, &a) in active.iter().enumerate() {
+            if a {
                 s += (f64::from(self.upper[d]) - f64::from(self.lower[d])).ln();
             }
         }
