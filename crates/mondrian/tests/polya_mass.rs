@@ -3,14 +3,14 @@
 //! domain's, streaming and batch, with and without the depth cap, after insertions and
 //! deletions; each query lies in exactly one enumerated leaf; masses lie in (0, 1] and
 //! never grow along a path; inserting points and deleting them gives back the same
-//! leaves bit for bit.
+//! leaves bit for bit; `score_stream` equals the calls it stands for.
 
 mod common;
 
 use common::polya::*;
 use common::*;
 use mondrian::model::Forget;
-use mondrian::{LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaVariant, Step};
+use mondrian::{LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaVariant, Scaling, Step};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -272,4 +272,63 @@ fn batch_forest_streaming_and_deletion_are_exact() {
     let mut forgot = fitted(p, &plus, d);
     forgot.forget(&[(plus.len() / d - 1) as u64]).unwrap();
     assert_eq!(all_leaves(&forgot), all_leaves(&batch), "forgotten point");
+}
+
+/// `score_stream` is, row for row, `partial_fit` then `evaluate` (or the reverse when
+/// prequential), with and without a window, for both variants (its doc comment); the ids
+/// it gives are the arrival indices. Column 1 is constant over the first 100 rows, then
+/// varies: with a given range for it (a scale factor of 1/10) its joining the active set
+/// mid-stream changes the densities' units from that row on.
+#[test]
+fn score_stream_equals_the_calls_it_stands_for() {
+    let d = 2;
+    let mut x = normal_rows(400, d, 50);
+    for row in x.chunks_mut(d).take(100) {
+        row[1] = 0.5;
+    }
+    for variant in VARIANTS {
+        for (window, scaling) in [
+            (None, None),
+            (Some(64), None),
+            (None, Some(Scaling::Ranges(vec![(-3.0, 3.0), (0.0, 10.0)]))),
+            (
+                Some(30),
+                Some(Scaling::Ranges(vec![(-3.0, 3.0), (0.0, 10.0)])),
+            ),
+        ] {
+            for prequential in [false, true] {
+                let what = format!(
+                    "{variant:?} window={window:?} scaling={scaling:?} prequential={prequential}"
+                );
+                let mut p = polya_params(variant, 7, Some(6), 13);
+                p.window = window;
+                if scaling.is_some() {
+                    p.scaling = scaling.clone();
+                }
+                let mut a = fitted(p.clone(), &x[..50 * d], d);
+                let mut b = a.clone();
+                let streamed = a.score_stream(&x[50 * d..], d, prequential).unwrap();
+                for (i, row) in x[50 * d..].chunks(d).enumerate() {
+                    let s = if prequential {
+                        let s = b.evaluate(row, d).unwrap()[0];
+                        b.partial_fit(row, d).unwrap();
+                        s
+                    } else {
+                        b.partial_fit(row, d).unwrap();
+                        b.evaluate(row, d).unwrap()[0]
+                    };
+                    let t = streamed[i];
+                    assert_eq!(s.mass.to_bits(), t.mass.to_bits(), "{what}: row {i}");
+                    assert_eq!(
+                        s.log_density.to_bits(),
+                        t.log_density.to_bits(),
+                        "{what}: row {i}"
+                    );
+                    assert_eq!(s.out_of_domain, t.out_of_domain, "{what}: row {i}");
+                }
+                assert_eq!(all_leaves(&a), all_leaves(&b), "{what}");
+                assert_eq!(a.point_ids(), b.point_ids(), "{what}");
+            }
+        }
+    }
 }

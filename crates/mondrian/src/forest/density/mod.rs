@@ -613,10 +613,12 @@ impl MondrianPolyaForest {
     }
 
     /// Streams rows through the forest one at a time and scores each (§7.6): with a
-    /// window the oldest point leaves first, then the row is inserted and scored
-    /// (`prequential`: scored before it is inserted). Equal, row for row, to calling
-    /// [`partial_fit`](Self::partial_fit) and [`evaluate`](Self::evaluate) on each row in
-    /// turn; each tree runs through the rows on its own, in parallel.
+    /// window the oldest point leaves first, then the row is inserted and scored; with
+    /// `prequential` the row is scored first, by the forest as the previous row left it,
+    /// then the oldest point leaves and the row is inserted. Equal, row for row, to
+    /// calling [`partial_fit`](Self::partial_fit) then [`evaluate`](Self::evaluate) on
+    /// each row in turn (prequential: `evaluate` then `partial_fit`); each tree runs
+    /// through the rows on its own, in parallel.
     pub fn score_stream<T: FeatureValue>(
         &mut self,
         x: &[T],
@@ -676,79 +678,70 @@ impl MondrianPolyaForest {
             let leave_at = |k: usize| {
                 (held + k + 1).saturating_sub(window) - (held + k).saturating_sub(window)
             };
-            let take: Vec<usize> = (start..start + c).collect();
-            let targets = vec![(); n];
-            let arriving = forest.store.admit(&scaled, &targets, None, &take);
+            let take: Vec<usize> = (0..c).collect();
+            let rows_chunk = &scaled[start * n_features..(start + c) * n_features];
+            let arriving = forest.store.admit(rows_chunk, &vec![(); c], None, &take);
             let data = forest.store.data();
+            let factors = forest.store.scaler.as_ref().map(|s| s.factors());
             let trees = &mut forest.trees;
             let evals_chunk = &mut evals[..c * m];
+            // The log-Jacobian to raw units per row of the chunk: the active set may
+            // change from row to row (a dimension joins it when a row gives it extent).
+            let mut jacs = vec![0.0; c];
             forest.pool.install(|| {
-                // Column t of the chunk's evaluations belongs to tree t.
-                let mut columns: Vec<Vec<Evaluation>> = trees
+                // Column t of the chunk's evaluations belongs to tree t, each with the
+                // log-Jacobian of its active set.
+                let mut columns: Vec<Vec<(Evaluation, f64)>> = trees
                     .par_iter_mut()
                     .map(|unit| {
                         let mut col = Vec::with_capacity(c);
                         let mut gone = 0usize;
-                        let mut active = Vec::new();
                         for (k, &(slot, _)) in arriving.iter().enumerate() {
+                            let x = data.row(slot);
+                            let view_eval = |unit: &crate::forest::TreeUnit<PointCounts>| {
+                                let view = StreamingView {
+                                    tree: &unit.tree,
+                                    counts: &unit.stats,
+                                    features: data.features,
+                                    gamma,
+                                    max_depth,
+                                };
+                                let active = view.active().unwrap_or_default();
+                                let jac = factors.map_or(0.0, |f| log_factor(f, &active));
+                                (view.evaluate(x, &active, None), jac)
+                            };
+                            // Prequential: scored by the forest as the previous row left
+                            // it, before the oldest point leaves (as `evaluate` then
+                            // `partial_fit` would, and as the batch forest does).
+                            if prequential {
+                                col.push(view_eval(unit));
+                            }
                             for _ in 0..leave_at(k) {
                                 unit.tree.delete(leaving[gone], &data, &mut unit.stats);
                                 gone += 1;
                             }
-                            let x = data.row(slot);
-                            let view_eval =
-                                |unit: &crate::forest::TreeUnit<PointCounts>,
-                                 active: &mut Vec<bool>| {
-                                    let view = StreamingView {
-                                        tree: &unit.tree,
-                                        counts: &unit.stats,
-                                        features: data.features,
-                                        gamma,
-                                        max_depth,
-                                    };
-                                    *active = view.active().unwrap_or_default();
-                                    view.evaluate(x, active, None)
-                                };
-                            if prequential {
-                                col.push(view_eval(unit, &mut active));
-                                unit.tree
-                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
-                            } else {
-                                unit.tree
-                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
-                                col.push(view_eval(unit, &mut active));
+                            unit.tree
+                                .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
+                            if !prequential {
+                                col.push(view_eval(unit));
                             }
                         }
                         col
                     })
                     .collect();
+                // Every tree holds the same points, so has the same active set: tree 0's
+                // Jacobian is the forest's.
                 for (t, col) in columns.iter_mut().enumerate() {
-                    for (k, e) in col.drain(..).enumerate() {
+                    for (k, (e, jac)) in col.drain(..).enumerate() {
                         evals_chunk[k * m + t] = e;
+                        if t == 0 {
+                            jacs[k] = jac;
+                        }
                     }
                 }
             });
             forest.store.release(&leaving);
-            let jac_active = forest
-                .trees
-                .first()
-                .and_then(|u| {
-                    StreamingView {
-                        tree: &u.tree,
-                        counts: &u.stats,
-                        features: forest.store.data().features,
-                        gamma,
-                        max_depth,
-                    }
-                    .active()
-                })
-                .unwrap_or_default();
-            let jac = forest
-                .store
-                .scaler
-                .as_ref()
-                .map_or(0.0, |s| log_factor(s.factors(), &jac_active));
-            for k in 0..c {
+            for (k, jac) in jacs.into_iter().enumerate() {
                 out.push(reduce_row(&evals_chunk[k * m..(k + 1) * m], m as f64, jac));
             }
         }
