@@ -1,15 +1,19 @@
 //! Pólya forests, deterministic properties of the leaves (spec `mondrian-polya-forest.md`
-//! §11 items 2, 4, 7, 9, 10): every tree's masses sum to 1 and its leaf volumes to the
+//! §11 items 2, 4, 7, 8, 9, 10): every tree's masses sum to 1 and its leaf volumes to the
 //! domain's, streaming and batch, with and without the depth cap, after insertions and
 //! deletions; each query lies in exactly one enumerated leaf; masses lie in (0, 1] and
 //! never grow along a path; inserting points and deleting them gives back the same
-//! leaves bit for bit; `score_stream` equals the calls it stands for.
+//! leaves bit for bit; point counts equal a recount after any updates; `score_stream`
+//! equals the calls it stands for.
 
 mod common;
 
 use common::polya::*;
 use common::*;
 use mondrian::model::Forget;
+use mondrian::process::Feature;
+use mondrian::stats::counts::PointCounts;
+use mondrian::tree::{MondrianTree, PauseRule, TrainingPoints};
 use mondrian::{LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaVariant, Scaling, Step};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -328,6 +332,72 @@ fn score_stream_equals_the_calls_it_stands_for() {
                 }
                 assert_eq!(all_leaves(&a), all_leaves(&b), "{what}");
                 assert_eq!(a.point_ids(), b.point_ids(), "{what}");
+            }
+        }
+    }
+}
+
+/// §11 item 8: a streaming tree's state is its structure and its point counts, everything
+/// else derived when read, so "derived parameters equal a recomputation" comes down to
+/// the counts: after any sequence of batch fits, insertions (of multiplicity 1 and 2, one
+/// at a time and as sets) and deletions, through the engine directly, every node's count
+/// equals a recount of the points below it (its leaf's stored ids with their copies, or
+/// the sum over its children), and the root's equals the copies held.
+#[test]
+fn point_counts_equal_a_recount_after_updates() {
+    let d = 3;
+    let mut raw = normal_rows(300, d, 60);
+    raw.extend_from_within(..30 * d); // rows 300..330 copy rows 0..30
+    let features: Vec<Feature> = raw.iter().map(|&v| v as Feature).collect();
+    let targets = vec![(); features.len() / d];
+    let data = TrainingPoints {
+        features: &features,
+        n_features: d,
+        targets: &targets,
+    };
+    for lifetime in [f64::INFINITY, 3.0] {
+        let mut r = rng(61);
+        let mut tree = MondrianTree::new(d, lifetime, PauseRule::NEVER);
+        let mut counts = PointCounts::default();
+        tree.fit((0..100).collect(), &data, &mut counts, &mut r);
+        // (slot, copies) held, and the slots not yet inserted.
+        let mut held: Vec<(u32, u32)> = (0..100).map(|s| (s, 1)).collect();
+        let mut fresh: Vec<u32> = (100..330).collect();
+        fresh.shuffle(&mut r);
+        for step in 0..400 {
+            match r.gen_range(0..4) {
+                0 | 1 if !fresh.is_empty() => {
+                    let s = fresh.pop().unwrap();
+                    let w = r.gen_range(1..=2);
+                    tree.extend(s, w, &data, &mut counts, &mut r);
+                    held.push((s, w));
+                }
+                2 if fresh.len() >= 5 => {
+                    let set: Vec<u32> = fresh.split_off(fresh.len() - 5);
+                    tree.extend_many(set.clone(), &data, &mut counts, &mut r);
+                    held.extend(set.into_iter().map(|s| (s, 1)));
+                }
+                _ if held.len() > 1 => {
+                    let (s, w) = held.swap_remove(r.gen_range(0..held.len()));
+                    assert_eq!(tree.delete(s, &data, &mut counts), w);
+                }
+                _ => {}
+            }
+            if step % 20 == 19 {
+                let root = tree.root().unwrap();
+                let copies: u32 = held.iter().map(|&(_, w)| w).sum();
+                assert_eq!(counts.count(root), copies, "λ={lifetime} step {step}");
+                for j in tree.subtree_preorder(root) {
+                    let recount = match tree.children(j) {
+                        Some((a, b)) => counts.count(a) + counts.count(b),
+                        None => tree.leaf_points(j).len() as u32,
+                    };
+                    assert_eq!(
+                        counts.count(j),
+                        recount,
+                        "λ={lifetime} step {step} node {j}"
+                    );
+                }
             }
         }
     }
