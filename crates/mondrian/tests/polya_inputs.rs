@@ -173,6 +173,53 @@ fn degenerate_inputs_give_no_nan() {
     }
 }
 
+/// The reference reading of Def. 3.2: flagged iff at least a fraction φ of the trees have
+/// mass ≤ ε, the fraction compared as a float (so φ = 0.55 of 100 trees asks for 55).
+fn flagged(masses: &[f64], epsilon: f64, phi: f64) -> bool {
+    let k = masses.iter().filter(|&&m| m <= epsilon).count();
+    k as f64 / masses.len() as f64 >= phi
+}
+
+/// §11 item 14: `is_anomaly(x, ε, φ)` holds iff `order_stat_score(x, φ) ≤ ε`, and both
+/// agree with the definition computed from `mass_per_tree`, for ε on the tree masses
+/// around the ⌈φM⌉-th (ties), just above and below them, 0 and 1, and φ including values
+/// whose φ·M rounds above an integer in floating point (0.07 and 0.55 of 100 trees).
+#[test]
+fn epsilon_phi_rule_matches_the_order_statistic() {
+    let d = 2;
+    let m = 100;
+    let x = normal_rows(150, d, 10);
+    let mut q = x[..15 * d].to_vec();
+    q.extend(normal_rows(14, d, 11).iter().map(|v| 1.5 * v));
+    q.extend([50.0, 50.0]);
+    let phis = [0.01, 0.07, 0.1, 0.25, 0.5, 0.55, 0.57, 0.7, 0.99, 1.0];
+    for variant in VARIANTS {
+        let f = fitted(polya_params(variant, m, Some(10), 12), &x, d);
+        let masses = f.mass_per_tree(&q, d).unwrap();
+        for (i, row) in q.chunks(d).enumerate() {
+            let mut mt = masses[i * m..(i + 1) * m].to_vec();
+            mt.sort_by(f64::total_cmp);
+            for &phi in &phis {
+                let o = f.order_stat_score(row, d, phi).unwrap()[0];
+                let k = (phi * m as f64).round() as usize; // the intended rank
+                let mut eps = vec![0.0, 1.0];
+                for &v in &mt[k.saturating_sub(2)..(k + 1).min(m)] {
+                    eps.extend([v, v * 0.999, (v * 1.001).min(1.0)]);
+                }
+                for &e in &eps {
+                    let flag = f.is_anomaly(row, d, e, phi).unwrap()[0];
+                    assert_eq!(flag, o <= e, "{variant:?} row {i} φ={phi} ε={e}");
+                    assert_eq!(
+                        flag,
+                        flagged(&mt, e, phi),
+                        "{variant:?} row {i} φ={phi} ε={e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn assert_invalid<T: std::fmt::Debug>(r: Result<T, MondrianError>, name: &str) {
     match r {
         Err(MondrianError::InvalidParameter { name: n, .. }) => assert_eq!(n, name),

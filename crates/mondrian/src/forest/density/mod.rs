@@ -830,7 +830,10 @@ fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
     }
 }
 
-/// `⌈φ·M⌉`, for φ in (0, 1].
+/// `⌈φ·M⌉`, for φ in (0, 1]: the fewest trees k whose fraction k/M is at least φ, the
+/// fraction compared as a float. The product φ·M can round above an integer (0.07 · 100
+/// is 7.000000000000001, 0.55 · 100 is 55.00000000000001), and its ceiling would then ask
+/// for one tree more than the φ the user wrote.
 fn order_rank(phi: f64, n_trees: usize) -> Result<usize> {
     if !(phi > 0.0 && phi <= 1.0) {
         return Err(MondrianError::InvalidParameter {
@@ -841,7 +844,15 @@ fn order_rank(phi: f64, n_trees: usize) -> Result<usize> {
             ),
         });
     }
-    Ok(((phi * n_trees as f64).ceil() as usize).clamp(1, n_trees))
+    let m = n_trees as f64;
+    let mut k = ((phi * m).ceil() as usize).clamp(1, n_trees);
+    while k > 1 && (k - 1) as f64 / m >= phi {
+        k -= 1;
+    }
+    while k < n_trees && (k as f64 / m) < phi {
+        k += 1;
+    }
+    Ok(k)
 }
 
 impl Model for MondrianPolyaForest {
