@@ -173,6 +173,39 @@ fn degenerate_inputs_give_no_nan() {
     }
 }
 
+/// Two values one f32 step apart, a ≈ 1000 and b its successor (1-D): no f32 lies
+/// strictly between them, so the streaming tree's cut falls on a, and a's side of it has
+/// zero volume. Masses stay finite and sum to 1: 1/3 for a ((γ·0 + 1)/(γ + 2)) and 2/3
+/// for b; a's density is +∞ (documented on `RowScore::log_density`), b's is finite,
+/// nothing is NaN. A batch forest's partition of this domain, narrower than an f64 step
+/// deep down, used to redraw a cut forever; it must finish with finite densities.
+#[test]
+fn rows_one_float_step_apart() {
+    let a = 1000.0f32;
+    let x = [f64::from(a), f64::from(a.next_up())];
+    for variant in VARIANTS {
+        let f = fitted(polya_params(variant, 20, Some(10), 9), &x, 1);
+        for t in 0..20 {
+            let (mass, _) = leaf_totals(&f, t);
+            assert!((mass - 1.0).abs() < 1e-12, "{variant:?}: tree {t}: {mass}");
+        }
+        assert_finite_scores(&f, &x, 1, &format!("{variant:?} one step apart"));
+        let s = f.evaluate(&x, 1).unwrap();
+        eprintln!("{variant:?}: {s:?}");
+        match variant {
+            PolyaVariant::Streaming => {
+                assert!((s[0].mass - 1.0 / 3.0).abs() < 1e-15);
+                assert!((s[1].mass - 2.0 / 3.0).abs() < 1e-15);
+                assert_eq!(s[0].log_density, f64::INFINITY);
+                assert!(s[1].log_density.is_finite());
+            }
+            PolyaVariant::Batch => {
+                assert!(s.iter().all(|r| r.log_density.is_finite()), "{s:?}");
+            }
+        }
+    }
+}
+
 /// The reference reading of Def. 3.2: flagged iff at least a fraction φ of the trees have
 /// mass ≤ ε, the fraction compared as a float (so φ = 0.55 of 100 trees asks for 55).
 fn flagged(masses: &[f64], epsilon: f64, phi: f64) -> bool {

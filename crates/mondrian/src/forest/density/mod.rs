@@ -46,7 +46,11 @@ pub struct RowScore {
     /// The mean leaf mass over the trees, `s(x)` (§5): lower is more anomalous.
     pub mass: f64,
     /// ln of the forest density `p̂(x) = (1/M) Σ m_i/vol_i` in the raw features' units,
-    /// over the dimensions where the domain has extent (−∞ outside the domain).
+    /// over the dimensions where the domain has extent (−∞ outside the domain). It is +∞
+    /// where a tree's leaf has positive mass and zero volume: a degenerate root (the
+    /// points are copies of one point, so no dimension has extent), or, in a streaming
+    /// tree, the points on a cut that `f32` rounding put on their box's lowest coordinate
+    /// (values one `f32` step apart, with no float between them to cut at).
     pub log_density: f64,
     /// Whether the row lies outside the domain of every tree (§8.5).
     pub out_of_domain: bool,
