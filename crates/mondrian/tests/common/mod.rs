@@ -6,7 +6,8 @@
 //! the goodness-of-fit machinery (KS, χ², exact binomial) with a Bonferroni-corrected
 //! family of p-values in [`stats`]; the label model written from the spec, for the
 //! prediction tests, in [`reference`]; the Gaussian model of regression trees by brute
-//! force and as a dense Gaussian process, for the regression tests, in [`gaussian`].
+//! force and as a dense Gaussian process, for the regression tests, in [`gaussian`]; data,
+//! leaf totals and exact quadrature for the Pólya-forest suites in [`polya`].
 //! `inspect` and `stats` are re-exported here, so `use common::*;` brings them in.
 //!
 //! Every statistical test of the suite runs at a family-wise level α = 1e-3 (spec §8.4):
@@ -18,6 +19,7 @@
 
 pub mod gaussian;
 pub mod inspect;
+pub mod polya;
 pub mod reference;
 pub mod stats;
 

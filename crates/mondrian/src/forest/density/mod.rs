@@ -46,7 +46,11 @@ pub struct RowScore {
     /// The mean leaf mass over the trees, `s(x)` (§5): lower is more anomalous.
     pub mass: f64,
     /// ln of the forest density `p̂(x) = (1/M) Σ m_i/vol_i` in the raw features' units,
-    /// over the dimensions where the domain has extent (−∞ outside the domain).
+    /// over the dimensions where the domain has extent (−∞ outside the domain). It is +∞
+    /// where a tree's leaf has positive mass and zero volume: a degenerate root (the
+    /// points are copies of one point, so no dimension has extent), or, in a streaming
+    /// tree, the points on a cut that `f32` rounding put on their box's lowest coordinate
+    /// (values one `f32` step apart, with no float between them to cut at).
     pub log_density: f64,
     /// Whether the row lies outside the domain of every tree (§8.5).
     pub out_of_domain: bool,
@@ -655,10 +659,12 @@ impl MondrianPolyaForest {
     }
 
     /// Streams rows through the forest one at a time and scores each (§7.6): with a
-    /// window the oldest point leaves first, then the row is inserted and scored
-    /// (`prequential`: scored before it is inserted). Equal, row for row, to calling
-    /// [`partial_fit`](Self::partial_fit) and [`evaluate`](Self::evaluate) on each row in
-    /// turn; each tree runs through the rows on its own, in parallel.
+    /// window the oldest point leaves first, then the row is inserted and scored; with
+    /// `prequential` the row is scored first, by the forest as the previous row left it,
+    /// then the oldest point leaves and the row is inserted. Equal, row for row, to
+    /// calling [`partial_fit`](Self::partial_fit) then [`evaluate`](Self::evaluate) on
+    /// each row in turn (prequential: `evaluate` then `partial_fit`); each tree runs
+    /// through the rows on its own, in parallel.
     pub fn score_stream<T: FeatureValue>(
         &mut self,
         x: &[T],
@@ -722,71 +728,66 @@ impl MondrianPolyaForest {
             let rows_chunk = &scaled[start * n_features..(start + c) * n_features];
             let arriving = forest.store.admit(rows_chunk, &vec![(); c], None, &take);
             let data = forest.store.data();
+            let factors = forest.store.scaler.as_ref().map(|s| s.factors());
             let trees = &mut forest.trees;
             let evals_chunk = &mut evals[..c * m];
+            // The log-Jacobian to raw units per row of the chunk: the active set may
+            // change from row to row (a dimension joins it when a row gives it extent).
+            let mut jacs = vec![0.0; c];
             forest.pool.install(|| {
-                // Column t of the chunk's evaluations belongs to tree t.
-                let mut columns: Vec<Vec<Evaluation>> = trees
+                // Column t of the chunk's evaluations belongs to tree t, each with the
+                // log-Jacobian of its active set.
+                let mut columns: Vec<Vec<(Evaluation, f64)>> = trees
                     .par_iter_mut()
                     .map(|unit| {
                         let mut col = Vec::with_capacity(c);
                         let mut gone = 0usize;
                         for (k, &(slot, _)) in arriving.iter().enumerate() {
-                            for _ in 0..leave_at(k) {
-                                unit.tree.delete(leaving[gone], &data, &mut unit.stats);
-                                gone += 1;
-                            }
                             let x = data.row(slot);
                             let view_eval = |unit: &crate::forest::TreeUnit<PointCounts>| {
-                                StreamingView {
+                                let view = StreamingView {
                                     tree: &unit.tree,
                                     counts: &unit.stats,
                                     features: data.features,
                                     gamma,
                                     max_depth,
-                                }
-                                .evaluate(x, None)
+                                };
+                                let active = view.active().unwrap_or_default();
+                                let jac = factors.map_or(0.0, |f| log_factor(f, &active));
+                                (view.evaluate(x, None), jac)
                             };
+                            // Prequential: scored by the forest as the previous row left
+                            // it, before the oldest point leaves (as `evaluate` then
+                            // `partial_fit` would, and as the batch forest does).
                             if prequential {
                                 col.push(view_eval(unit));
-                                unit.tree
-                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
-                            } else {
-                                unit.tree
-                                    .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
+                            }
+                            for _ in 0..leave_at(k) {
+                                unit.tree.delete(leaving[gone], &data, &mut unit.stats);
+                                gone += 1;
+                            }
+                            unit.tree
+                                .extend(slot, 1, &data, &mut unit.stats, &mut unit.rng);
+                            if !prequential {
                                 col.push(view_eval(unit));
                             }
                         }
                         col
                     })
                     .collect();
+                // Every tree holds the same points, so has the same active set: tree 0's
+                // Jacobian is the forest's.
                 for (t, col) in columns.iter_mut().enumerate() {
-                    for (k, e) in col.drain(..).enumerate() {
+                    for (k, (e, jac)) in col.drain(..).enumerate() {
                         evals_chunk[k * m + t] = e;
+                        if t == 0 {
+                            jacs[k] = jac;
+                        }
                     }
                 }
             });
             forest.store.release(&leaving);
-            let jac_active = forest
-                .trees
-                .first()
-                .and_then(|u| {
-                    StreamingView {
-                        tree: &u.tree,
-                        counts: &u.stats,
-                        features: forest.store.data().features,
-                        gamma,
-                        max_depth,
-                    }
-                    .active()
-                })
-                .unwrap_or_default();
-            let jac = forest
-                .store
-                .scaler
-                .as_ref()
-                .map_or(0.0, |s| log_factor(s.factors(), &jac_active));
-            for k in 0..c {
+            for (k, jac) in jacs.into_iter().enumerate() {
                 out.push(reduce_row(&evals_chunk[k * m..(k + 1) * m], m as f64, jac));
             }
         }
@@ -878,7 +879,10 @@ fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
     }
 }
 
-/// `⌈φ·M⌉`, for φ in (0, 1].
+/// `⌈φ·M⌉`, for φ in (0, 1]: the fewest trees k whose fraction k/M is at least φ, the
+/// fraction compared as a float. The product φ·M can round above an integer (0.07 · 100
+/// is 7.000000000000001, 0.55 · 100 is 55.00000000000001), and its ceiling would then ask
+/// for one tree more than the φ the user wrote.
 fn order_rank(phi: f64, n_trees: usize) -> Result<usize> {
     if !(phi > 0.0 && phi <= 1.0) {
         return Err(MondrianError::InvalidParameter {
@@ -889,7 +893,15 @@ fn order_rank(phi: f64, n_trees: usize) -> Result<usize> {
             ),
         });
     }
-    Ok(((phi * n_trees as f64).ceil() as usize).clamp(1, n_trees))
+    let m = n_trees as f64;
+    let mut k = ((phi * m).ceil() as usize).clamp(1, n_trees);
+    while k > 1 && (k - 1) as f64 / m >= phi {
+        k -= 1;
+    }
+    while k < n_trees && (k as f64 / m) < phi {
+        k += 1;
+    }
+    Ok(k)
 }
 
 impl Model for MondrianPolyaForest {

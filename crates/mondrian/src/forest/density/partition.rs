@@ -58,7 +58,13 @@ impl Partition {
                 continue;
             }
             let d = sample_proportional(rng, sides, linear);
-            // ξ uniform on the open interval (l, u) (§12 A10).
+            // ξ uniform on the open interval (l, u) (§12 A10), redrawn on an end. A side so
+            // narrow that no float lies strictly inside it (a domain far narrower than its
+            // coordinates' magnitude, cut deep) cannot be cut: the cell stays a leaf, where
+            // redrawing would never end.
+            if lo[d].next_up() >= hi[d] {
+                continue;
+            }
             let xi = loop {
                 let v = lo[d] + rng.gen::<f64>() * (hi[d] - lo[d]);
                 if v > lo[d] && v < hi[d] {
