@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{curve, demo, forest, stream};
+use commands::{anomaly, curve, demo, density, forest, stream};
 
 #[derive(Parser)]
 #[command(
@@ -63,6 +63,21 @@ enum Command {
     /// stops the command before anything is learnt, and --model is written only after the
     /// whole stream.
     Stream(stream::StreamArgs),
+    /// Anomaly scores of Mondrian Pólya forests: `score` writes one per row, `eval`
+    /// measures them against 0/1 labels.
+    Anomaly(anomaly::AnomalyArgs),
+    /// Fit a Mondrian Pólya forest on one file and report the mean log-density of another.
+    ///
+    /// Every column is a feature except a last column named `anomaly`, the column
+    /// --target names, or the last with --drop-last (e.g. a regression target). The
+    /// density is in the units of the input. A test row outside the forest's domain (the
+    /// box of the training rows) has density 0, log-density −∞: the mean over every row is
+    /// then −∞ (`"-inf"` in JSON), and the report adds the number of such rows and the
+    /// mean over the rows with a finite log-density. With --json the last line is one
+    /// JSON object: `mean_log_density`, `mean_log_density_finite`, `n_finite`,
+    /// `n_out_of_domain`, `n` (test rows), `n_train`, `seconds` (fit and score), and the
+    /// forest's settings.
+    Density(density::DensityArgs),
     /// Stream a real data set (shipped inside the binary) through an online forest and show
     /// test accuracy growing with the data seen.
     Demo,
@@ -88,6 +103,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => forest::eval(&args),
         Command::Curve(args) => curve::run(&args),
         Command::Stream(args) => stream::run(&args),
+        Command::Anomaly(args) => anomaly::run_command(&args),
+        Command::Density(args) => density::run_command(&args),
         Command::Demo => demo::run(),
     };
     match result {

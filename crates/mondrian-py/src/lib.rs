@@ -394,6 +394,17 @@ macro_rules! common_methods {
                 summary_dict(py, &self.inner.summary())
             }
 
+        }
+        file_methods!($core, $model);
+    };
+}
+
+/// The methods of every core around a model the library saves: its bytes, files and
+/// pickling (through the library's checksummed format).
+macro_rules! file_methods {
+    ($core:ident, $model:ty) => {
+        #[pymethods]
+        impl $core {
             /// The model in the library's file format (the bytes the library saves).
             fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
                 let bytes = self.inner.to_bytes().map_err(py_err)?;
@@ -436,9 +447,10 @@ macro_rules! common_methods {
 }
 
 mod classifier;
+mod density;
 mod regressor;
 
-/// What `load_any` returns: the kind ("classifier" or "regressor"), the core, the label
+/// What `load_any` returns: the kind ("classifier", "regressor" or "polya"), the core, the label
 /// value of each class (CLI files) and the feature names (CLI files of named data).
 type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
 
@@ -472,6 +484,10 @@ fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
             let core = Py::new(py, RegressorCore::wrap(f.forest))?.into_any();
             ("regressor", core, None, f.feature_names)
         }
+        AnyModel::Polya(m) => {
+            let core = Py::new(py, density::PolyaCore::wrap(m))?.into_any();
+            ("polya", core, None, Vec::new())
+        }
     })
 }
 
@@ -480,6 +496,7 @@ fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<classifier::ClassifierCore>()?;
     m.add_class::<regressor::RegressorCore>()?;
+    m.add_class::<density::PolyaCore>()?;
     m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

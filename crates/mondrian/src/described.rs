@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{MondrianError, Result};
 use crate::forest::DecodeError;
 use crate::persist::{kind_of, Persistent};
-use crate::{MondrianForestClassifier, MondrianForestRegressor};
+use crate::{MondrianForestClassifier, MondrianForestRegressor, MondrianPolyaForest};
 
 /// A classifier with the label value of each class and the names of its features.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -157,6 +157,8 @@ pub enum AnyModel {
     DescribedClassifier(DescribedClassifier),
     /// A regressor with its feature names (`mondrian train --task regression`).
     DescribedRegressor(DescribedRegressor),
+    /// A Mondrian Pólya forest.
+    Polya(MondrianPolyaForest),
 }
 
 /// Longest header start that names the kind: magic (8), version (4), kind length (1),
@@ -171,6 +173,7 @@ impl AnyModel {
             AnyModel::Regressor(_) => MondrianForestRegressor::KIND,
             AnyModel::DescribedClassifier(_) => DescribedClassifier::KIND,
             AnyModel::DescribedRegressor(_) => DescribedRegressor::KIND,
+            AnyModel::Polya(_) => MondrianPolyaForest::KIND,
         }
     }
 
@@ -186,6 +189,7 @@ impl AnyModel {
             Kind::DescribedRegressor => {
                 DescribedRegressor::from_bytes(bytes).map(Self::DescribedRegressor)
             }
+            Kind::Polya => MondrianPolyaForest::from_bytes(bytes).map(Self::Polya),
         }
     }
 
@@ -206,6 +210,7 @@ impl AnyModel {
             Kind::DescribedRegressor => {
                 DescribedRegressor::load(path).map(Self::DescribedRegressor)
             }
+            Kind::Polya => MondrianPolyaForest::load(path).map(Self::Polya),
         }
     }
 
@@ -226,6 +231,7 @@ impl AnyModel {
             MondrianForestRegressor::KIND => Kind::Regressor,
             DescribedClassifier::KIND => Kind::DescribedClassifier,
             DescribedRegressor::KIND => Kind::DescribedRegressor,
+            MondrianPolyaForest::KIND => Kind::Polya,
             other => {
                 return Err(MondrianError::CorruptModel(format!(
                     "the file holds a model of kind `{other}`, which this build does not know"
@@ -240,4 +246,5 @@ enum Kind {
     Regressor,
     DescribedClassifier,
     DescribedRegressor,
+    Polya,
 }

@@ -30,6 +30,17 @@ fn regressor() -> MondrianForestRegressor {
     m
 }
 
+fn polya() -> mondrian::MondrianPolyaForest {
+    let mut m = mondrian::MondrianPolyaForest::new(mondrian::PolyaParams {
+        n_trees: 3,
+        ..Default::default()
+    })
+    .unwrap();
+    let x: Vec<f64> = (0..40).map(|i| ((i * 13) % 17) as f64).collect();
+    m.fit(&x, 2).unwrap();
+    m
+}
+
 fn names() -> Vec<String> {
     vec!["a".into(), "b".into()]
 }
@@ -47,6 +58,7 @@ fn any_model_reads_every_kind_by_its_header() {
         ("r.bin", reg.to_bytes().unwrap()),
         ("dc.bin", described_clf.to_bytes().unwrap()),
         ("dr.bin", described_reg.to_bytes().unwrap()),
+        ("p.bin", polya().to_bytes().unwrap()),
     ];
     for (name, bytes) in &files {
         std::fs::write(dir.join(name), bytes).unwrap();
@@ -75,6 +87,10 @@ fn any_model_reads_every_kind_by_its_header() {
                 assert_eq!(*name, "dr.bin");
                 assert_eq!(f.feature_names, names());
                 f.to_bytes()
+            }
+            AnyModel::Polya(m) => {
+                assert_eq!(*name, "p.bin");
+                m.to_bytes()
             }
         };
         assert_eq!(&again.unwrap(), bytes);

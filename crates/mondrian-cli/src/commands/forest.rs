@@ -294,7 +294,7 @@ fn parse_feature_weights(s: &str) -> Result<FeatureWeights, String> {
     FeatureWeights::parse(s).map_err(|e| e.to_string())
 }
 
-fn parse_lifetime(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_lifetime(s: &str) -> Result<f64, String> {
     // The range (> 0) is the library's to check.
     match s.trim().to_ascii_lowercase().as_str() {
         "inf" | "infinity" | "∞" => Ok(f64::INFINITY),
@@ -304,7 +304,7 @@ fn parse_lifetime(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_memory(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(s: &str) -> Result<u64, String> {
     mondrian::memory::parse_bytes(s).map_err(|e| match e {
         mondrian::MondrianError::InvalidParameter { reason, .. } => reason,
         other => other.to_string(),
@@ -314,7 +314,7 @@ fn parse_memory(s: &str) -> Result<u64, String> {
 /// The library refuses more than MAX_THREADS when a forest is built, but only lowers the
 /// count of a loaded model (`set_n_threads`), so `predict` would take any count; one
 /// parser keeps the same message for every command.
-fn parse_threads(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n <= mondrian::data::MAX_THREADS => Ok(n),
         _ => Err(format!(

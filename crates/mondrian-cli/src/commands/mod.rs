@@ -2,11 +2,15 @@
 //! error every command ends in, model and output files, progress, and the parts of the
 //! reports that do not depend on the task.
 
+pub(crate) mod anomaly;
 pub(crate) mod classify;
 pub(crate) mod curve;
 pub(crate) mod demo;
+pub(crate) mod density;
 pub(crate) mod forest;
+pub(crate) mod polya;
 pub(crate) mod regress;
+pub(crate) mod shuffle;
 pub(crate) mod stream;
 
 use std::path::{Path, PathBuf};

@@ -76,6 +76,8 @@ pub(super) enum Mode {
     Labelled { hint: Option<usize> },
     /// Prediction input: `n_features` columns, optionally followed by a label.
     Features { n_features: usize },
+    /// Every column is a feature (density and anomaly input; the caller drops columns).
+    Unlabelled,
 }
 
 /// Whether every header cell is numeric, except for the plain column numbering
@@ -189,6 +191,7 @@ pub(super) fn parse(path: &Path, data: &[u8], mode: Mode) -> Result<Dataset, Dat
                 });
             }
         }
+        Mode::Unlabelled => (ncols, false),
     };
     let feature_names = names[..n_features].to_vec();
 

@@ -186,6 +186,16 @@ pub enum DataError {
         row: usize,
         value: f64,
     },
+
+    /// A label other than 0 or 1 where anomaly labels are required.
+    #[error("{}:{line}: label {value} (data row {row}) is not 0 or 1; the last column must be the anomaly label, 0 (normal) or 1 (anomaly)", path.display())]
+    NonBinaryLabel {
+        path: PathBuf,
+        line: usize,
+        /// 1-based data row (not counting the header).
+        row: usize,
+        value: f64,
+    },
 }
 
 /// Reads a labelled data set (CSV with the label in the last column, or LIBSVM).
@@ -218,6 +228,37 @@ pub fn read_features(path: &Path, n_features: usize) -> Result<Dataset, DataErro
         Format::Csv => csv::parse(path, &data, csv::Mode::Features { n_features }),
         Format::Libsvm => libsvm::parse(path, &data, Some(n_features)),
     }
+}
+
+/// Reads a data set whose columns are all features (CSV; the caller leaves out any it does
+/// not want), or LIBSVM, whose labels are read but are not features.
+pub fn read_unlabelled(path: &Path) -> Result<Dataset, DataError> {
+    let data = load(path)?;
+    match detect(path, &data) {
+        Format::Csv => csv::parse(path, &data, csv::Mode::Unlabelled),
+        Format::Libsvm => libsvm::parse(path, &data, None),
+    }
+}
+
+/// The labels as anomaly flags: each must be 0 (normal) or 1 (anomaly); any other value is
+/// an error naming its line in `path`.
+pub fn binary_labels(ds: &Dataset, path: &Path) -> Result<Vec<bool>, DataError> {
+    ds.labels
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v == 0.0 || v == 1.0 {
+                Ok(v == 1.0)
+            } else {
+                Err(DataError::NonBinaryLabel {
+                    path: path.to_path_buf(),
+                    line: data_row_line(path, i).unwrap_or_else(|| guess_row_line(path, i)),
+                    row: i + 1,
+                    value: v,
+                })
+            }
+        })
+        .collect()
 }
 
 /// Converts the labels to integers; each must be an exact integer (`3`, `3.0`, `-1`

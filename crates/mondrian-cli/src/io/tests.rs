@@ -71,7 +71,8 @@ fn line_of(e: &DataError) -> Option<usize> {
         | DataError::IndexOrder { line, .. }
         | DataError::IndexOutOfRange { line, .. }
         | DataError::Csv { line, .. }
-        | DataError::NonIntegerLabel { line, .. } => Some(*line),
+        | DataError::NonIntegerLabel { line, .. }
+        | DataError::NonBinaryLabel { line, .. } => Some(*line),
         DataError::Io { .. } | DataError::Empty { .. } | DataError::TooLarge { .. } => None,
     }
 }
@@ -698,4 +699,47 @@ fn satimage_demo_data() {
         let pf = read_features(&p, 36).unwrap();
         assert_eq!(pf, ds);
     }
+}
+
+#[test]
+fn unlabelled_csv_reads_every_column() {
+    let t = tmp("u.csv", b"a,b,anomaly\n1,2,0\n3,4,1\n");
+    let ds = read_unlabelled(t.path()).unwrap();
+    assert_eq!(ds.n_features, 3);
+    assert_eq!(ds.x, vec![1.0, 2.0, 0.0, 3.0, 4.0, 1.0]);
+    assert!(ds.labels.is_empty());
+    assert_eq!(ds.feature_names, vec!["a", "b", "anomaly"]);
+    // One column is enough: a one-dimensional sample.
+    let t = tmp("one.csv", b"v\n0.5\n-1\n");
+    assert_eq!(read_unlabelled(t.path()).unwrap().x, vec![0.5, -1.0]);
+    let t = tmp("nan.csv", b"a,b\n1,nan\n");
+    assert_error!(
+        read_unlabelled(t.path()).unwrap_err(),
+        DataError::NonFinite { line: 2, .. }
+    );
+}
+
+#[test]
+fn binary_labels_name_the_line_of_another_value() {
+    let t = tmp("b.csv", b"a,anomaly\n1,0\n\n2,1\n3,2\n");
+    let ds = read_dataset(t.path(), None).unwrap();
+    let e = binary_labels(&ds, t.path()).unwrap_err();
+    assert_error!(
+        e,
+        DataError::NonBinaryLabel {
+            line: 5,
+            row: 3,
+            ..
+        }
+    );
+    assert!(
+        e.to_string().contains("label 2 (data row 3) is not 0 or 1"),
+        "{e}"
+    );
+    let t = tmp("ok.csv", b"a,anomaly\n1,0\n2,1.0\n3,-0\n");
+    let ds = read_dataset(t.path(), None).unwrap();
+    assert_eq!(
+        binary_labels(&ds, t.path()).unwrap(),
+        vec![false, true, false]
+    );
 }

@@ -55,9 +55,10 @@ class _Progress:
             self._bar.close()
 
 
-class _MondrianBase:
-    """Mixin of the estimators: ``n_jobs``, ``random_state``, ``feature_ranges``, the fitted
-    core in ``_core``, river dicts, windows and forgetting, and the library's file format.
+class _ForestCommon:
+    """What every estimator of the package shares: ``n_jobs``, ``random_state``,
+    ``feature_ranges``, ``window``, the fitted core in ``_core``, river dicts, the points
+    held and forgetting, and the library's file format.
 
     Parameter values are checked by the library, whose message comes through as a
     ``ValueError``; Python checks only what the library cannot see: the types (an int where
@@ -99,67 +100,6 @@ class _MondrianBase:
             if not isinstance(v, str):
                 raise ValueError(f"{name} must be a string, got {v!r}")
 
-    def _train(self, core, call, total):
-        """Runs ``call()`` (a training call of ``core`` over ``total`` trees) behind the
-        progress display when ``verbose`` is on."""
-        verbose = self.verbose
-        if not isinstance(verbose, (numbers.Integral, np.bool_)) or verbose < 0:
-            raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}")
-        if not verbose:
-            return call()
-        display = _Progress(f"{type(self).__name__}", total)
-        core.set_progress(display)
-        try:
-            return call()
-        finally:
-            core.set_progress(None)
-            display.close()
-
-    def _sample_weight(self, sample_weight, X, *, streaming=False):
-        """``sample_weight`` as a float64 array (None stays None); negative, NaN or
-        infinite weights are refused here, as the library refuses them. A batch of a
-        stream may weigh 0 throughout (its rows are only counted); ``fit`` may not."""
-        if sample_weight is None:
-            return None
-        # scikit-learn before 1.7 has no such check (and no argument to skip it).
-        zeros = {"allow_all_zero_weights": streaming} if _CHECKS_ALL_ZERO else {}
-        sw = _check_sample_weight(
-            sample_weight, X, dtype=np.float64, ensure_non_negative=True, **zeros
-        )
-        return np.ascontiguousarray(sw, dtype=np.float64)
-
-    def _warm_start(self, X):
-        """With ``warm_start`` on a fitted model, ``fit`` grows the trees ``n_estimators``
-        adds on the points the model holds (X is only checked against the model)."""
-        validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
-        self._check_types(counts=("n_estimators",))
-        core = self._core_for_use()
-        have = core.params()["n_estimators"]
-        want = int(self.n_estimators)
-        if want < have:
-            raise ValueError(
-                f"n_estimators={want} must be at least the {have} trees of the fitted forest "
-                "when warm_start=True"
-            )
-        if want == have:
-            warnings.warn(
-                "Warm-start fitting without increasing n_estimators does not fit new trees.",
-                UserWarning,
-                stacklevel=3,
-            )
-            return self
-        self._train(core, lambda: core.add_trees(want - have), want - have)
-        return self
-
-    def apply(self, X):
-        """The leaf each row reaches in each tree: int64 node ids of shape (n_samples,
-        n_estimators), as scikit-learn's forests give; -1 where a tree holds no point
-        (``bagging`` can leave a tree without one). Rows in the same leaf of a tree share
-        its id."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
-        return self._core_for_use().apply(X)
-
     def _window(self):
         return None if self.window is None else int(self.window)
 
@@ -189,48 +129,6 @@ class _MondrianBase:
                 f"got shape {arr.shape}"
             )
         return [(float(lo), float(hi)) for lo, hi in arr]
-
-    def _feature_weights(self):
-        weights = self.feature_weights
-        if weights is None or isinstance(weights, str):
-            return weights  # the core reads 'uniform', 'relevance' and 'relevance:P'
-        return np.asarray(weights, dtype=np.float64).tolist()
-
-    @property
-    def feature_weights_(self):
-        """The feature weights in use (learnt ones with ``feature_weights="relevance"``)."""
-        check_is_fitted(self)
-        return np.asarray(self._core.feature_weights())
-
-    @property
-    def relevance_choice_(self):
-        """With ``feature_weights="relevance:cv"``: a dict with the chosen ``power`` and
-        ``losses``, each power's held-out loss per row (negative log-likelihood); else
-        None."""
-        check_is_fitted(self)
-        choice = self._core.relevance_choice()
-        if choice is None:
-            return None
-        power, losses = choice
-        return {"power": power, "losses": dict(losses)}
-
-    @property
-    def feature_importances_(self):
-        """Share of the training labels' impurity (squared error for regression, n·Gini for
-        classes) that the forest's splits remove, per feature; sums to 1. The splits ignore
-        the labels, so a feature scores by what random cuts along it explain (and, under
-        feature weights, by how often it is cut)."""
-        check_is_fitted(self)
-        return np.asarray(self._core.feature_importances())
-
-    # ------------------------------------------------------------------ points held
-
-    @property
-    def n_samples_seen_(self):
-        """Training rows given since the last ``fit`` (by ``fit``, ``partial_fit`` and
-        ``learn_one``), whether the model still holds them or not."""
-        check_is_fitted(self)
-        return self._core.n_samples_seen
 
     @property
     def n_points_(self):
@@ -330,14 +228,6 @@ class _MondrianBase:
         return row
 
     # river reads these: a supervised model, and its memory in bytes.
-    @property
-    def _supervised(self):
-        return True
-
-    @property
-    def _raw_memory_usage(self):
-        return self._core.summary()["total_bytes"] if self.__sklearn_is_fitted__() else 0
-
     def clone(self, new_params=None, include_attributes=False):
         """An unfitted copy with the same parameters, updated by ``new_params`` (river's
         ``Estimator.clone``; ``include_attributes=True`` copies the trained model too)."""
@@ -349,27 +239,6 @@ class _MondrianBase:
         if new_params:
             twin.set_params(**new_params)
         return twin
-
-    # ------------------------------------------------------------------ model
-
-    def summary(self):
-        """Size and shape of the fitted forest: nodes, leaves, depth, bytes per node."""
-        check_is_fitted(self)
-        return self._core.summary()
-
-    def compact(self):
-        """Makes the fitted model prediction-only and small. Returns self.
-
-        Drops the state only training needs (which training point sits in which leaf) and
-        saves and pickles the rest compressed: every prediction stays exactly the same,
-        from a file several times smaller (a quarter or less on data with few distinct
-        feature values, such as pixel intensities). A compact model refuses
-        ``partial_fit``, ``learn_one`` and ``forget`` with a ``ValueError``; ``fit``
-        trains a new, ordinary model.
-        """
-        check_is_fitted(self)
-        self._core.compact()
-        return self
 
     @classmethod
     def _from_core(cls, core, names=None):
@@ -396,3 +265,135 @@ class _MondrianBase:
         K − 1); use pickle to keep the whole estimator."""
         check_is_fitted(self)
         self._core.save(os.fspath(path))
+
+class _MondrianBase(_ForestCommon):
+    """Mixin of the supervised forests: progress, sample weights, warm start, leaves,
+    feature weights and importances, size, compaction."""
+
+    def _train(self, core, call, total):
+        """Runs ``call()`` (a training call of ``core`` over ``total`` trees) behind the
+        progress display when ``verbose`` is on."""
+        verbose = self.verbose
+        if not isinstance(verbose, (numbers.Integral, np.bool_)) or verbose < 0:
+            raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}")
+        if not verbose:
+            return call()
+        display = _Progress(f"{type(self).__name__}", total)
+        core.set_progress(display)
+        try:
+            return call()
+        finally:
+            core.set_progress(None)
+            display.close()
+
+    def _sample_weight(self, sample_weight, X, *, streaming=False):
+        """``sample_weight`` as a float64 array (None stays None); negative, NaN or
+        infinite weights are refused here, as the library refuses them. A batch of a
+        stream may weigh 0 throughout (its rows are only counted); ``fit`` may not."""
+        if sample_weight is None:
+            return None
+        # scikit-learn before 1.7 has no such check (and no argument to skip it).
+        zeros = {"allow_all_zero_weights": streaming} if _CHECKS_ALL_ZERO else {}
+        sw = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True, **zeros
+        )
+        return np.ascontiguousarray(sw, dtype=np.float64)
+
+    def _warm_start(self, X):
+        """With ``warm_start`` on a fitted model, ``fit`` grows the trees ``n_estimators``
+        adds on the points the model holds (X is only checked against the model)."""
+        validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        self._check_types(counts=("n_estimators",))
+        core = self._core_for_use()
+        have = core.params()["n_estimators"]
+        want = int(self.n_estimators)
+        if want < have:
+            raise ValueError(
+                f"n_estimators={want} must be at least the {have} trees of the fitted forest "
+                "when warm_start=True"
+            )
+        if want == have:
+            warnings.warn(
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return self
+        self._train(core, lambda: core.add_trees(want - have), want - have)
+        return self
+
+    def apply(self, X):
+        """The leaf each row reaches in each tree: int64 node ids of shape (n_samples,
+        n_estimators), as scikit-learn's forests give; -1 where a tree holds no point
+        (``bagging`` can leave a tree without one). Rows in the same leaf of a tree share
+        its id."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        return self._core_for_use().apply(X)
+
+    def _feature_weights(self):
+        weights = self.feature_weights
+        if weights is None or isinstance(weights, str):
+            return weights  # the core reads 'uniform', 'relevance' and 'relevance:P'
+        return np.asarray(weights, dtype=np.float64).tolist()
+
+    @property
+    def feature_weights_(self):
+        """The feature weights in use (learnt ones with ``feature_weights="relevance"``)."""
+        check_is_fitted(self)
+        return np.asarray(self._core.feature_weights())
+
+    @property
+    def relevance_choice_(self):
+        """With ``feature_weights="relevance:cv"``: a dict with the chosen ``power`` and
+        ``losses``, each power's held-out loss per row (negative log-likelihood); else
+        None."""
+        check_is_fitted(self)
+        choice = self._core.relevance_choice()
+        if choice is None:
+            return None
+        power, losses = choice
+        return {"power": power, "losses": dict(losses)}
+
+    @property
+    def feature_importances_(self):
+        """Share of the training labels' impurity (squared error for regression, n·Gini for
+        classes) that the forest's splits remove, per feature; sums to 1. The splits ignore
+        the labels, so a feature scores by what random cuts along it explain (and, under
+        feature weights, by how often it is cut)."""
+        check_is_fitted(self)
+        return np.asarray(self._core.feature_importances())
+
+    @property
+    def n_samples_seen_(self):
+        """Training rows given since the last ``fit`` (by ``fit``, ``partial_fit`` and
+        ``learn_one``), whether the model still holds them or not."""
+        check_is_fitted(self)
+        return self._core.n_samples_seen
+
+    @property
+    def _supervised(self):
+        return True
+
+    @property
+    def _raw_memory_usage(self):
+        return self._core.summary()["total_bytes"] if self.__sklearn_is_fitted__() else 0
+
+    def summary(self):
+        """Size and shape of the fitted forest: nodes, leaves, depth, bytes per node."""
+        check_is_fitted(self)
+        return self._core.summary()
+
+    def compact(self):
+        """Makes the fitted model prediction-only and small. Returns self.
+
+        Drops the state only training needs (which training point sits in which leaf) and
+        saves and pickles the rest compressed: every prediction stays exactly the same,
+        from a file several times smaller (a quarter or less on data with few distinct
+        feature values, such as pixel intensities). A compact model refuses
+        ``partial_fit``, ``learn_one`` and ``forget`` with a ``ValueError``; ``fit``
+        trains a new, ordinary model.
+        """
+        check_is_fitted(self)
+        self._core.compact()
+        return self

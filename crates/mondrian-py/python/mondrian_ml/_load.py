@@ -6,6 +6,7 @@ import os
 
 from ._classifier import MondrianForestClassifier
 from ._core import load_any
+from ._polya import MondrianPolyaForest
 from ._regressor import MondrianForestRegressor
 
 
@@ -34,4 +35,6 @@ def load(path):
     kind, core, classes, names = load_any(os.fspath(path))
     if kind == "classifier":
         return MondrianForestClassifier._from_core(core, classes, names)
+    if kind == "polya":
+        return MondrianPolyaForest._from_core(core, names)
     return MondrianForestRegressor._from_core(core, names)

@@ -1,5 +1,6 @@
-"""river faces of the Mondrian forests: ``river.base.Classifier`` and ``river.base.Regressor``
-subclasses over the same Rust core as the scikit-learn estimators.
+"""river faces of the Mondrian forests: ``river.base.Classifier``, ``river.base.Regressor`` and
+``river.anomaly.base.AnomalyDetector`` subclasses over the same Rust core as the
+scikit-learn estimators.
 
 Importing this module imports river (an optional dependency of ``mondrian_ml``)::
 
@@ -31,9 +32,10 @@ import math
 from river import base
 
 from ._classifier import MondrianForestClassifier as _SkClassifier
+from ._polya import MondrianPolyaForest as _SkPolya
 from ._regressor import MondrianForestRegressor as _SkRegressor
 
-__all__ = ["MondrianForestClassifier", "MondrianForestRegressor"]
+__all__ = ["MondrianForestClassifier", "MondrianForestRegressor", "MondrianPolyaForest"]
 
 
 def _name_key(name):
@@ -308,3 +310,85 @@ class MondrianForestRegressor(_DictFeatures, base.Regressor):
             self.forest_._row_of(self._full(x))
         )
         return mean, math.sqrt(var)
+
+
+class MondrianPolyaForest(_DictFeatures, base.AnomalyDetector):
+    """Mondrian Pólya forest for river's anomaly detection: the model of
+    :class:`mondrian_ml.MondrianPolyaForest` (streaming variant), with river's conventions.
+    ``score_one`` is ``-log10`` of the mean leaf mass: higher is more anomalous, 1000
+    outside the box of the points seen so far (0.0 before any training). Learning is exact
+    insertion; with ``window`` the oldest example is deleted exactly first.
+
+    Parameters
+    ----------
+    n_estimators
+        Number of trees.
+    max_depth
+        Depth cap (the paper's 10; None for none).
+    gamma
+        Prior strength of the Pólya trees.
+    feature_ranges
+        As for :class:`MondrianForestClassifier`: None keeps raw features (the paper's rule
+        below 50 features).
+    window
+        Keep only the last ``window`` examples.
+    n_jobs
+        Threads (``None``: 1, ``-1``: all cores).
+    seed
+        Seeds the trees.
+
+    Examples
+    --------
+    >>> from mondrian_ml.river import MondrianPolyaForest
+    >>> model = MondrianPolyaForest(n_estimators=10, window=500, seed=0)
+    >>> for i in range(300):
+    ...     model.learn_one({"a": (i * 37 % 100) / 100, "b": (i * 11 % 100) / 100})
+    >>> model.score_one({"a": 0.5, "b": 0.5}) < model.score_one({"a": 0.5, "b": 3.0})
+    True
+    """
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        max_depth: int | None = 10,
+        gamma: float = 1.0,
+        feature_ranges: dict | str | None = None,
+        window: int | None = None,
+        n_jobs: int | None = None,
+        seed: int | None = None,
+    ):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.gamma = gamma
+        self.feature_ranges = feature_ranges
+        self.window = window
+        self.n_jobs = n_jobs
+        self.seed = seed
+        self.forest_ = None
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"n_estimators": 5}
+
+    def learn_one(self, x):
+        if not self._trained():
+            spec = self._start(x)
+            forest = _SkPolya(
+                n_estimators=self.n_estimators,
+                max_depth=self.max_depth,
+                gamma=self.gamma,
+                feature_ranges=spec,
+                window=self.window,
+                n_jobs=self.n_jobs,
+                random_state=self.seed,
+            )
+            forest.learn_one(self._full(x))
+            self.forest_ = forest
+        else:
+            self.forest_.learn_one(self._full(x))
+        self._remember(x)
+
+    def score_one(self, x):
+        if not self._trained():
+            return 0.0
+        return self.forest_.score_one(self._full(x))

@@ -676,9 +676,9 @@ impl MondrianPolyaForest {
             let leave_at = |k: usize| {
                 (held + k + 1).saturating_sub(window) - (held + k).saturating_sub(window)
             };
-            let take: Vec<usize> = (start..start + c).collect();
-            let targets = vec![(); n];
-            let arriving = forest.store.admit(&scaled, &targets, None, &take);
+            let take: Vec<usize> = (0..c).collect();
+            let rows_chunk = &scaled[start * n_features..(start + c) * n_features];
+            let arriving = forest.store.admit(rows_chunk, &vec![(); c], None, &take);
             let data = forest.store.data();
             let trees = &mut forest.trees;
             let evals_chunk = &mut evals[..c * m];
@@ -824,7 +824,7 @@ fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
         .iter()
         .map(Evaluation::log_density)
         .fold(f64::NEG_INFINITY, f64::max);
-    let log_density = if top == f64::NEG_INFINITY || top == f64::INFINITY {
+    let log_density = if top.is_infinite() {
         top
     } else {
         let s: f64 = evals.iter().map(|e| (e.log_density() - top).exp()).sum();

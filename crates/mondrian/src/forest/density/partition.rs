@@ -54,7 +54,7 @@ impl Partition {
             let sides = lo.iter().zip(&hi).map(|(l, u)| u - l);
             let linear: f64 = sides.clone().sum();
             let tau = tau_parent + sample_exponential(rng, linear);
-            if !(tau < lifetime) {
+            if tau >= lifetime || tau.is_nan() {
                 continue;
             }
             let d = sample_proportional(rng, sides, linear);
@@ -85,11 +85,6 @@ impl Partition {
             stack.push((first, depth + 1, tau, lo, hi_l));
         }
         p
-    }
-
-    /// Number of nodes.
-    pub(crate) fn n_nodes(&self) -> usize {
-        self.left.len()
     }
 
     /// Adds `delta` to the counts on the path of `x` (in the domain).

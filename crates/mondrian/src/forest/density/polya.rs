@@ -119,13 +119,12 @@ struct NodeBox<'a> {
 
 impl NodeBox<'_> {
     fn log_volume(&self, active: &[bool]) -> f64 {
-        let mut s = 0.0;
-        for d in 0..active.len() {
-            if active[d] {
-                s += (f64::from(self.upper[d]) - f64::from(self.lower[d])).ln();
-            }
-        }
-        s
+        active
+            .iter()
+            .zip(self.lower.iter().zip(self.upper.iter()))
+            .filter(|(&a, _)| a)
+            .map(|(_, (&l, &u))| (f64::from(u) - f64::from(l)).ln())
+            .sum()
     }
     /// Zero extent in an active dimension.
     fn degenerate(&self, active: &[bool]) -> bool {
