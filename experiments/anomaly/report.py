@@ -68,11 +68,13 @@ def mean_ranks(agg, sets, group):
     return rows, dict(zip(group, ranks.mean(axis=0)))
 
 
-def fmt(a, key="auc"):
+def fmt(a, det=False):
     if a is None:
         return ""
-    s = f"{a[key + '_mean']:.3f} ± {a[key + '_std']:.3f}"
-    return s if a["seeds"] >= 5 or key != "auc" else s + f" ({a['seeds']})"
+    if det:
+        return f"{a['auc_mean']:.3f}"
+    s = f"{a['auc_mean']:.3f} ± {a['auc_std']:.3f}"
+    return s if a["seeds"] >= 5 else s + f" ({a['seeds']})"
 
 
 def fmt_paper(p):
@@ -118,7 +120,7 @@ def main():
                  str(d_of.get(ds, "")), flag,
                  fmt(g("bmpf")), fmt_paper(p and p["bmpf"]), fmt(g("smpf")),
                  fmt_paper(p and p["smpf"]), fmt(g("iforest")), fmt_paper(p and p["iforest"]),
-                 fmt(g("isotree")), fmt(g("pca")), fmt(g("knn")), fmt(g("lof")),
+                 fmt(g("isotree")), fmt(g("pca"), True), fmt(g("knn"), True), fmt(g("lof"), True),
                  fmt(g("rrcf")), fmt_paper(p and p["rrcf"]), fmt(g("hst")), fmt(g("hst_after"))]
         lines.append("| " + " | ".join(cells) + " |")
         for m in ["bmpf", "smpf", "iforest", "isotree", "pca", "knn", "lof", "rrcf", "hst",
