@@ -213,7 +213,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "speed.json")
-    res = json.load(open(path)) if os.path.exists(path) else {}
+    res = {}
     parts = args.parts.split(",")
     sets = data.datasets()
     if "batch" in parts:
@@ -222,6 +222,10 @@ def main():
         res["stream"] = stream_section(sets, set(args.stream_sets.split(",")), args.stream_rows)
     if "rss" in parts:
         res["rss"] = rss_section(args.out, args.rss_window)
+    # Read the file only now: another part may have been run meanwhile by another process.
+    if os.path.exists(path):
+        with open(path) as fh:
+            res = {**json.load(fh), **res}
     with open(path, "w") as fh:
         json.dump(res, fh, indent=1)
     write_md(res, args.out)

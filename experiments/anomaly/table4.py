@@ -63,8 +63,25 @@ def metrics(y, score):
     return float(roc_auc_score(y, score)), float(average_precision_score(y, score))
 
 
+def scaled_copy(ds):
+    """A min-max scaled copy of a set with d >= 50 (spec §9.1 scales those for MPF).
+
+    The CLI's stream inserts the first row alone, so its first-batch scaler would be fixed
+    on one row (a range of 0: no scaling); the copy gives the stream the paper's scaling.
+    A batch fit scales from all rows, the same map, so bMPF is unchanged by it.
+    """
+    path = os.path.join(data.ROOT, "target", "scaled", os.path.basename(ds["path"]))
+    path = path.replace(".csv.gz", ".csv")
+    if not os.path.exists(path):
+        x = ds["x"]
+        lo, hi = x.min(axis=0), x.max(axis=0)
+        data.write_csv(path, (x - lo) / np.where(hi > lo, hi - lo, 1.0), ds["y"])
+    return path
+
+
 def run_ours(ds, seed, stream):
-    cmd = [BIN, "anomaly", "eval", "--input", ds["path"], "--seed", str(seed),
+    path = scaled_copy(ds) if stream and ds["x"].shape[1] >= 50 else ds["path"]
+    cmd = [BIN, "anomaly", "eval", "--input", path, "--seed", str(seed),
            "--threads", "1", "--json"]
     if stream:
         cmd += ["--stream", "--shuffle", str(seed)]
