@@ -39,10 +39,12 @@ def load(out_dir):
 
 
 def aggregate(runs):
-    agg = {}
+    agg, seen = {}, set()
     for r in runs:
-        if "auc" not in r:
+        key = (r["dataset"], r["method"], r["seed"])
+        if "auc" not in r or key in seen:  # a run repeated by two processes counts once
             continue
+        seen.add(key)
         keys = [(r["dataset"], r["method"], r["auc"], r["ap"])]
         if r["method"] == "hst" and r.get("auc_after_window") is not None:
             keys.append((r["dataset"], "hst_after", r["auc_after_window"],

@@ -175,7 +175,7 @@ def write_md(res, out_dir):
              "Batch fit + score on all rows: ours bMPF (100 trees, all n points per tree) "
              "against scikit-learn IsolationForest (100 trees × 256). Ratio = sklearn seconds "
              "/ ours seconds (> 1: ours faster); medians of "
-             f"{len(res['batch'][0]['ours_seconds']) if res.get('batch') else 0} alternating "
+             f"{res['batch'][0].get('reps', len(res['batch'][0].get('ours_seconds', []))) if res.get('batch') else 0} alternating "
              "runs.", "", "| data set | n | ours s | sklearn s | ratio |", "|---|---|---|---|---|"]
     for r in res.get("batch", []):
         lines.append(f"| {r['dataset']} | {r['n']} | {r['ours_median']:.2f} | "

@@ -218,8 +218,9 @@ def main():
     names = set(args.sets.split(",")) if args.sets else None
     sets = data.datasets(names, max_rows=2000 if args.quick else None)
     nab = {name: ds["check"] for name, ds in sets if ds["check"]}
-    with open(os.path.join(out_dir, "nab_check.json"), "w") as fh:
-        json.dump(nab, fh, indent=1)
+    if not names:  # a filtered run would drop the other series from the record
+        with open(os.path.join(out_dir, "nab_check.json"), "w") as fh:
+            json.dump(nab, fh, indent=1)
     methods = args.methods.split(",")
     done = load_done(out_dir)
     runs_path = os.path.join(out_dir, f"runs-{args.tag}.jsonl")
