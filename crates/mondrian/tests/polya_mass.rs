@@ -402,3 +402,86 @@ fn point_counts_equal_a_recount_after_updates() {
         }
     }
 }
+
+/// A batch forest scores a large call through per-leaf tables and a small one by walking
+/// each path: the two give the same bits, inside and outside the domain, under a depth
+/// cap and under a finite lifetime alone (trees of uneven depth). And `fit_evaluate`
+/// equals `fit` then `evaluate`: to rounding where it fuses the two (sums over the trees
+/// added in another order), bit for bit where it does not (streaming, a window shorter
+/// than the rows, a degenerate domain).
+#[test]
+fn batch_scores_agree_across_paths_and_fit_evaluate_equals_fit_then_evaluate() {
+    let d = 3;
+    let x = normal_rows(700, d, 61);
+    // Rows beyond the training box in some coordinate, and training rows themselves.
+    let mut queries = normal_rows(400, d, 62);
+    for v in queries.iter_mut().step_by(7) {
+        *v *= 3.0;
+    }
+    queries.extend_from_slice(&x[..100 * d]);
+    let same_bits = |a: &RowScoreLike, b: &RowScoreLike, what: &str| {
+        assert_eq!(a.0.to_bits(), b.0.to_bits(), "{what}: mass");
+        assert_eq!(a.1.to_bits(), b.1.to_bits(), "{what}: log-density");
+        assert_eq!(a.2, b.2, "{what}: domain");
+    };
+    for (max_depth, lifetime) in [(Some(8), f64::INFINITY), (None, 2.0), (Some(4), 1.0)] {
+        let mut p = polya_params(PolyaVariant::Batch, 9, max_depth, 5);
+        p.lifetime = lifetime;
+        let f = fitted(p.clone(), &x, d);
+        let all = f.evaluate(&queries, d).unwrap();
+        let n_out = all.iter().filter(|s| s.out_of_domain).count();
+        assert!(
+            n_out > 20 && n_out < all.len() - 100,
+            "{n_out} rows outside"
+        );
+        for (i, row) in queries.chunks(d).enumerate() {
+            let one = f.evaluate(row, d).unwrap()[0];
+            let what = format!("depth {max_depth:?} lifetime {lifetime}: row {i}");
+            same_bits(&like(&all[i]), &like(&one), &what);
+        }
+        let mut g = MondrianPolyaForest::new(p).unwrap();
+        let fused = g.fit_evaluate(&x, d).unwrap();
+        assert_eq!(all_leaves(&g), all_leaves(&f), "fit_evaluate trains as fit");
+        let plain = f.evaluate(&x, d).unwrap();
+        for (i, (a, b)) in fused.iter().zip(&plain).enumerate() {
+            let what = format!("depth {max_depth:?} lifetime {lifetime}: row {i}");
+            assert!(
+                (a.mass - b.mass).abs() <= 1e-13 * b.mass,
+                "{what}: {a:?} {b:?}"
+            );
+            assert!(
+                (a.log_density - b.log_density).abs() <= 1e-12,
+                "{what}: {a:?} {b:?}"
+            );
+            assert!(!a.out_of_domain, "{what}");
+        }
+    }
+    // The unfused roads: bit for bit.
+    let constant = vec![1.5; 60 * d];
+    for (variant, window, rows) in [
+        (PolyaVariant::Streaming, None, &x[..200 * d]),
+        (PolyaVariant::Batch, Some(150), &x[..]),
+        (PolyaVariant::Batch, None, &constant[..]),
+    ] {
+        let mut p = polya_params(variant, 4, Some(6), 8);
+        p.window = window;
+        let f = fitted(p.clone(), rows, d);
+        let plain = f.evaluate(rows, d).unwrap();
+        let fused = MondrianPolyaForest::new(p)
+            .unwrap()
+            .fit_evaluate(rows, d)
+            .unwrap();
+        for (i, (a, b)) in fused.iter().zip(&plain).enumerate() {
+            same_bits(
+                &like(a),
+                &like(b),
+                &format!("{variant:?} {window:?}: row {i}"),
+            );
+        }
+    }
+}
+
+type RowScoreLike = (f64, f64, bool);
+fn like(s: &mondrian::RowScore) -> RowScoreLike {
+    (s.mass, s.log_density, s.out_of_domain)
+}

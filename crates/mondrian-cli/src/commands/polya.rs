@@ -326,9 +326,19 @@ pub(crate) fn run_one(
             let bar = ProgressBar::new_spinner();
             bar.set_message(format!("{what}fitting {} trees", forest.n_trees()));
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
-            forest.fit(x, d)?;
+            let scores = match held_out {
+                // In-sample: each row goes down each tree once, to count and to score.
+                None => Some(forest.fit_evaluate(x, d)?),
+                Some(_) => {
+                    forest.fit(x, d)?;
+                    None
+                }
+            };
             bar.finish_and_clear();
-            evaluate(forest, scored, d, what)
+            match scores {
+                Some(s) => Ok(s),
+                None => evaluate(forest, scored, d, what),
+            }
         }
         Protocol::Stream => {
             insert_in_order(forest, x, d, what)?;

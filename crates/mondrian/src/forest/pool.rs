@@ -76,7 +76,7 @@ impl Pool {
     }
 
     /// Threads that will run parallel work (all cores for 0).
-    fn workers(&self) -> usize {
+    pub(crate) fn workers(&self) -> usize {
         // Asked once: the standard library reads the cgroup files on every call (tens of
         // microseconds, as much as a streamed point's whole work on a small forest).
         *self.workers.get_or_init(|| match self.threads {

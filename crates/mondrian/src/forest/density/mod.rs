@@ -6,6 +6,7 @@
 //! | `params.rs` | parameters and the paper's defaults (§9.1) |
 //! | `polya.rs` | the sMPT read off an engine tree with point counts (§4) |
 //! | `partition.rs` | the bMPT: a Mondrian process partition with counts (§3) |
+//! | `batch.rs` | the batch forest's trees, domain and fused fit-and-score |
 //! | `explain.rs` | explanations of a score (§8.4, an extension) |
 //! | `stream.rs` | `score_stream`: windowed insert-then-score, row by row (§7.6) |
 //!
@@ -19,6 +20,7 @@
 //! reads "x lies in a region given at most ε predictive probability". None of this is a
 //! p-value: there is no null distribution behind it.
 
+mod batch;
 mod explain;
 mod params;
 mod partition;
@@ -28,6 +30,8 @@ mod stream;
 pub use explain::{Explanation, TreeExplanation};
 pub use params::{PolyaParams, PolyaVariant, SCALE_FROM_FEATURES};
 pub use polya::{Evaluation, LeafKind, PolyaLeaf, Step};
+
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -39,6 +43,7 @@ use crate::model::{Checked, Forget, Model, Params};
 use crate::process::Feature;
 use crate::stats::counts::PointCounts;
 use crate::tree::PauseRule;
+use batch::BatchTrees;
 use partition::Partition;
 use polya::StreamingView;
 
@@ -63,63 +68,6 @@ impl RowScore {
     /// (`+∞` outside the domain).
     pub fn anomaly_score(&self) -> f64 {
         -self.mass.log10()
-    }
-}
-
-/// The trees of a batch forest (bMPF) with their points and domain.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct BatchTrees {
-    store: PointStore<()>,
-    trees: Vec<Partition>,
-    /// The domain in the trees' space (the box of the first batch).
-    lower: Vec<f64>,
-    upper: Vec<f64>,
-    #[serde(skip)]
-    pool: Pool,
-}
-
-impl BatchTrees {
-    fn contains(&self, x: &[Feature]) -> bool {
-        x.iter()
-            .zip(self.lower.iter().zip(&self.upper))
-            .all(|(&v, (&l, &u))| l <= f64::from(v) && f64::from(v) <= u)
-    }
-    fn active(&self) -> Vec<bool> {
-        self.lower
-            .iter()
-            .zip(&self.upper)
-            .map(|(l, u)| u > l)
-            .collect()
-    }
-    fn log_domain(&self) -> f64 {
-        let any = self.lower.iter().zip(&self.upper).any(|(l, u)| u > l);
-        if !any {
-            return f64::NEG_INFINITY;
-        }
-        self.lower
-            .iter()
-            .zip(&self.upper)
-            .filter(|(l, u)| u > l)
-            .map(|(l, u)| (u - l).ln())
-            .sum()
-    }
-    /// Moves the counts of the points in `slots` by `delta` in every tree (points outside
-    /// the domain lie in no cell).
-    fn count(&mut self, slots: &[u32], delta: i64) {
-        let data = self.store.data();
-        let inside: Vec<u32> = slots
-            .iter()
-            .copied()
-            .filter(|&s| self.contains(data.row(s)))
-            .collect();
-        let trees = &mut self.trees;
-        self.pool.install(|| {
-            trees.par_iter_mut().for_each(|t| {
-                for &s in &inside {
-                    t.add(data.row(s), delta);
-                }
-            })
-        });
     }
 }
 
@@ -235,6 +183,55 @@ impl MondrianPolyaForest {
         fresh.train(&rows)?;
         *self = fresh;
         Ok(())
+    }
+
+    /// Trains on these rows, as [`fit`](Self::fit), and returns each row's score under the
+    /// trained forest, as [`evaluate`](Self::evaluate) on the same rows would, up to the
+    /// rounding of sums added in another order. A batch forest that holds every row sends
+    /// each row down each tree once, for its count and its score, instead of twice.
+    pub fn fit_evaluate<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<Vec<RowScore>> {
+        let rows = Rows::new(x, n_features)?;
+        let n = rows.n_rows();
+        let holds_all = self.params.window.is_none_or(|w| w >= n);
+        if self.params.variant != PolyaVariant::Batch || !holds_all {
+            self.fit(x, n_features)?;
+            return self.evaluate(x, n_features);
+        }
+        rows.validate(None)?;
+        if n == 0 {
+            return Err(MondrianError::EmptyData("fit needs at least one row"));
+        }
+        let mut fresh = Self::with_params(self.params.clone().check()?);
+        fresh.check_memory(n, n_features)?;
+        fresh.start(&rows)?;
+        let gamma = fresh.params.gamma;
+        let Trees::Batch(b) = &mut fresh.trees else {
+            unreachable!("a batch forest")
+        };
+        let scaled = b.store.scale(&rows)?;
+        let take: Vec<usize> = (0..n).collect();
+        b.store.admit(&scaled, &vec![(); n], None, &take);
+        // Every row lies in the domain, the box of these rows.
+        let sums = b.count_and_sum(&scaled, gamma);
+        *self = fresh;
+        let Some((mass, density)) = sums else {
+            return self.evaluate(x, n_features);
+        };
+        let jac = self.log_jacobian(&self.active());
+        let m = self.params.n_trees as f64;
+        Ok(mass
+            .iter()
+            .zip(&density)
+            .map(|(&s, &p)| RowScore {
+                mass: s / m,
+                log_density: p.ln() - m.ln() + jac,
+                out_of_domain: false,
+            })
+            .collect())
     }
 
     /// Adds rows to the forest (the first call fixes the width, the scaling and, for a
@@ -362,6 +359,7 @@ impl MondrianPolyaForest {
                     lower,
                     upper,
                     pool,
+                    tables: OnceLock::new(),
                 })
             }
         };
@@ -423,6 +421,10 @@ impl MondrianPolyaForest {
         let mut out = vec![R::default(); n_rows];
         let block = pool.prediction_block_rows(n_rows, std::mem::size_of::<R>().max(8));
         let m = self.params.n_trees;
+        let tables = match &self.trees {
+            Trees::Batch(b) => b.tables(n_rows, self.params.gamma),
+            _ => None,
+        };
         let evaluate_block = |out: &mut [R], x: &[Feature]| {
             let mut evals = vec![Evaluation::OUTSIDE; TREE_MAJOR_ROWS * m];
             for (out, x) in out
@@ -430,7 +432,7 @@ impl MondrianPolyaForest {
                 .zip(x.chunks(TREE_MAJOR_ROWS * d.max(1)))
             {
                 let evals = &mut evals[..out.len() * m];
-                self.evaluate_tree_major(x, evals);
+                self.evaluate_tree_major(x, evals, tables);
                 for (o, row) in out.iter_mut().zip(evals.chunks_exact(m)) {
                     *o = reduce(row);
                 }
@@ -441,8 +443,14 @@ impl MondrianPolyaForest {
     }
 
     /// Every tree's evaluation at each scaled row of `x`, row-major into `out` (`n_rows ×
-    /// n_trees`), one tree at a time so that its nodes stay in cache.
-    fn evaluate_tree_major(&self, x: &[Feature], out: &mut [Evaluation]) {
+    /// n_trees`), one tree at a time so that its nodes stay in cache; a batch forest with
+    /// `tables` routes the rows to their leaves and reads the leaves' evaluations.
+    fn evaluate_tree_major(
+        &self,
+        x: &[Feature],
+        out: &mut [Evaluation],
+        tables: Option<&[Vec<Evaluation>]>,
+    ) {
         let (gamma, m) = (self.params.gamma, self.params.n_trees);
         let d = self.n_features().unwrap_or(0).max(1);
         match &self.trees {
@@ -465,6 +473,19 @@ impl MondrianPolyaForest {
             Trees::Batch(b) => {
                 let log_domain = b.log_domain();
                 let inside: Vec<bool> = x.chunks_exact(d).map(|xi| b.contains(xi)).collect();
+                if let Some(tables) = tables {
+                    let mut leaves = vec![0u32; inside.len()];
+                    for (t, (tree, table)) in b.trees.iter().zip(tables).enumerate() {
+                        tree.route_rows(x, d, &mut leaves);
+                        for (r, (&leaf, &inside)) in leaves.iter().zip(&inside).enumerate() {
+                            out[r * m + t] = match inside {
+                                true => table[leaf as usize],
+                                false => Evaluation::OUTSIDE,
+                            };
+                        }
+                    }
+                    return;
+                }
                 for (t, tree) in b.trees.iter().enumerate() {
                     for (r, xi) in x.chunks_exact(d).enumerate() {
                         out[r * m + t] = match inside[r] {
@@ -708,6 +729,10 @@ impl MondrianPolyaForest {
         Ok(())
     }
 }
+
+/// Rows from which a batch forest's evaluation builds leaf tables (below, it walks each
+/// row's path unless the tables are already built).
+const TABLE_MIN_ROWS: usize = 256;
 
 /// Rows evaluated together, one tree at a time ([`MondrianPolyaForest::evaluate_tree_major`]).
 const TREE_MAJOR_ROWS: usize = 256;

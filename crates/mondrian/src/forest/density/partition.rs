@@ -7,6 +7,8 @@
 //! share `f₀` of its cell's extent left of the cut, which is all the Pólya reading needs
 //! (`α_k = γ(d+1)² f_k + n_k`, §3.2), and its point count.
 
+use std::sync::OnceLock;
+
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +16,16 @@ use super::polya::{Evaluation, LeafKind, PolyaLeaf, Step};
 use crate::process::{sample_exponential, sample_proportional};
 
 const NO_CHILD: u32 = u32::MAX;
+
+/// The largest `f32` at most `v` (`v` within the `f32` range).
+fn f32_at_most(v: f64) -> f32 {
+    let t = v as f32;
+    if f64::from(t) > v {
+        t.next_down()
+    } else {
+        t
+    }
+}
 
 /// One bMPT: the partition (sampled once) and the counts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,7 +37,34 @@ pub(crate) struct Partition {
     /// Share of the node's cell left of the cut.
     share_left: Vec<f64>,
     count: Vec<u32>,
+    /// The same cuts packed for routing many rows ([`Route`]), built on first use.
+    #[serde(skip)]
+    route: OnceLock<Route>,
 }
+
+/// The partition packed for routing many rows at once: one small node per step, and
+/// leaves that loop to themselves behind a threshold no feature exceeds, so that every
+/// row takes exactly `depth` steps and a group of rows walks down together, without a
+/// branch per row.
+#[derive(Debug, Clone)]
+struct Route {
+    nodes: Vec<RouteNode>,
+    /// The deepest leaf's depth.
+    depth: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RouteNode {
+    /// The largest `f32` at most the cut's location: for an `f32` feature `v`,
+    /// `v > threshold` exactly when `f64::from(v) > loc`.
+    threshold: f32,
+    dim: u32,
+    /// The left child (the right is next to it); the node itself for a leaf.
+    next: u32,
+}
+
+/// Rows routed side by side through a tree.
+const LANES: usize = 8;
 
 impl Partition {
     /// A Mondrian process on the box `[lower, upper]` with lifetime `lifetime`, cut down to
@@ -44,6 +83,7 @@ impl Partition {
             loc: vec![0.0],
             share_left: vec![0.0],
             count: vec![0],
+            route: OnceLock::new(),
         };
         // (node, depth, parent time, cell)
         let mut stack = vec![(0u32, 0usize, 0.0f64, lower.to_vec(), upper.to_vec())];
@@ -104,6 +144,149 @@ impl Partition {
             }
             j = (l + u32::from(f64::from(x[self.dim[j] as usize]) > self.loc[j])) as usize;
         }
+    }
+
+    fn route(&self) -> &Route {
+        self.route.get_or_init(|| {
+            let n = self.left.len();
+            let mut nodes = Vec::with_capacity(n);
+            let mut depth = vec![0usize; n];
+            for j in 0..n {
+                nodes.push(match self.left[j] {
+                    NO_CHILD => RouteNode {
+                        threshold: f32::INFINITY,
+                        dim: 0,
+                        next: j as u32,
+                    },
+                    l => {
+                        depth[l as usize] = depth[j] + 1;
+                        depth[l as usize + 1] = depth[j] + 1;
+                        RouteNode {
+                            threshold: f32_at_most(self.loc[j]),
+                            dim: self.dim[j],
+                            next: l,
+                        }
+                    }
+                });
+            }
+            Route {
+                nodes,
+                depth: depth.into_iter().max().unwrap_or(0),
+            }
+        })
+    }
+
+    /// The leaf of each `d`-feature row of `x`, into `leaves`.
+    pub(crate) fn route_rows(&self, x: &[f32], d: usize, leaves: &mut [u32]) {
+        let Route { nodes, depth } = self.route();
+        let mut groups = leaves.chunks_exact_mut(LANES);
+        let mut rows = x.chunks_exact(LANES * d);
+        for (out, x) in (&mut groups).zip(&mut rows) {
+            let mut j = [0u32; LANES];
+            for _ in 0..*depth {
+                for (k, j) in j.iter_mut().enumerate() {
+                    let n = nodes[*j as usize];
+                    *j = n.next + u32::from(x[k * d + n.dim as usize] > n.threshold);
+                }
+            }
+            out.copy_from_slice(&j);
+        }
+        for (out, x) in groups
+            .into_remainder()
+            .iter_mut()
+            .zip(rows.remainder().chunks_exact(d))
+        {
+            let mut j = 0u32;
+            for _ in 0..*depth {
+                let n = nodes[j as usize];
+                j = n.next + u32::from(x[n.dim as usize] > n.threshold);
+            }
+            *out = j;
+        }
+    }
+
+    /// Adds `delta` to the counts of every `d`-feature row of `x` (all in the domain): on
+    /// each path for a few rows, else at the leaves and then up the tree.
+    pub(crate) fn add_rows(&mut self, x: &[f32], d: usize, delta: i64) {
+        let n = x.len() / d.max(1);
+        if d == 0 || n * 4 < self.left.len() {
+            for row in x.chunks_exact(d.max(1)).take(n) {
+                self.add(row, delta);
+            }
+            return;
+        }
+        let mut leaves = vec![0u32; n];
+        self.route_rows(x, d, &mut leaves);
+        self.count_leaves(&leaves, delta);
+    }
+
+    /// Adds `delta` to the counts of rows in these leaves ([`route_rows`](Self::route_rows))
+    /// and to their ancestors'.
+    pub(crate) fn count_leaves(&mut self, leaves: &[u32], delta: i64) {
+        for &l in leaves {
+            let c = &mut self.count[l as usize];
+            *c = (i64::from(*c) + delta) as u32;
+        }
+        // Children lie after their parent: one backward sweep sums them up.
+        for j in (0..self.left.len()).rev() {
+            if let Some(l) = self.children(j) {
+                self.count[j] = self.count[l] + self.count[l + 1];
+            }
+        }
+    }
+
+    /// The leaves' node indices.
+    pub(crate) fn leaf_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.left.len()).filter(|&j| self.left[j] == NO_CHILD)
+    }
+
+    fn children(&self, j: usize) -> Option<usize> {
+        match self.left[j] {
+            NO_CHILD => None,
+            l => Some(l as usize),
+        }
+    }
+
+    /// The evaluation of every leaf, indexed by node (internal nodes hold
+    /// [`Evaluation::OUTSIDE`]): what [`evaluate`](Self::evaluate) returns for a point in
+    /// that leaf, computed with the same operations in the same order, so bit for bit.
+    pub(crate) fn leaf_table(&self, gamma: f64, log_domain: f64) -> Vec<Evaluation> {
+        let n = self.left.len();
+        let mut out = vec![Evaluation::OUTSIDE; n];
+        // (mass, fraction, log_mass, log_fraction, depth) on the way down to each node.
+        let mut state = vec![(1.0f64, 1.0f64, 0.0f64, 0.0f64, 0usize); n];
+        for j in 0..n {
+            let (mass, fraction, log_mass, log_fraction, depth) = state[j];
+            let Some(l) = self.children(j) else {
+                out[j] = Evaluation {
+                    log_mass: log_mass + mass.ln(),
+                    log_volume: log_domain + log_fraction + fraction.ln(),
+                    kind: if depth == 0 {
+                        LeafKind::Root
+                    } else {
+                        LeafKind::TypeI
+                    },
+                };
+                continue;
+            };
+            let a = gamma * ((depth + 1) as f64).powi(2);
+            for side in 0..2 {
+                let f = match side {
+                    0 => self.share_left[j],
+                    _ => 1.0 - self.share_left[j],
+                };
+                let c = l + side;
+                let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
+                let (mut m, mut fr) = (mass * share, fraction * f);
+                let (mut lm, mut lf) = (log_mass, log_fraction);
+                if m < 1e-200 || fr < 1e-200 {
+                    (lm, lf) = (lm + m.ln(), lf + fr.ln());
+                    (m, fr) = (1.0, 1.0);
+                }
+                state[c] = (m, fr, lm, lf, depth + 1);
+            }
+        }
+        out
     }
 
     /// Evaluates the tree at `x` (inside the domain, whose ln-volume is `log_domain`),

@@ -247,16 +247,16 @@ impl<'a> StreamingView<'a> {
                 });
             }
             let c_box = self.node_box(c);
-            if c_box.degenerate(&root_box) {
+            let Some((ratio, inside)) = child_reading(&c_box, &j_box, &root_box, x) else {
                 return Evaluation {
                     log_mass: mass.ln() + log_scale,
                     log_volume: j_box.log_volume(&root_box) + f.ln(),
                     kind: LeafKind::TypeI,
                 };
-            }
+            };
             let b = self.gamma * ((2 * depth + 2) as f64).powi(2);
-            let ratio = (side_ratio(&c_box, &j_box, &root_box) / f).min(1.0);
-            if c_box.contains(x) {
+            let ratio = (ratio / f).min(1.0);
+            if inside {
                 let share = (b * ratio + n_c) / (b + n_c);
                 mass *= share;
                 if let Some(r) = record.as_deref_mut() {
@@ -378,22 +378,23 @@ impl<'a> StreamingView<'a> {
 /// Below this the running mass of [`StreamingView::evaluate`] moves into its log scale.
 const RESCALE_BELOW: f64 = 1e-200;
 
-/// `Π_d h(c)_d / h(j)_d` over the active dimensions: the volume of the child's box `c`
-/// over that of its parent's box `j` (each factor in (0, 1], so no overflow).
-fn side_ratio(c: &NodeBox, j: &NodeBox, root: &NodeBox) -> f64 {
-    let mut r = 1.0;
-    for (((cl, cu), (jl, ju)), (rl, ru)) in c
-        .lower
-        .iter()
-        .zip(c.upper.iter())
-        .zip(j.lower.iter().zip(j.upper.iter()))
-        .zip(root.lower.iter().zip(root.upper.iter()))
-    {
-        if ru > rl {
-            r *= (f64::from(*cu) - f64::from(*cl)) / (f64::from(*ju) - f64::from(*jl));
+/// One pass over the dimensions for a child's box `c` under its parent's box `j`: `None`
+/// if `c` is degenerate (zero extent in an active dimension), else the volume ratio
+/// `Π_d h(c)_d / h(j)_d` over the active dimensions (each factor in (0, 1], so no
+/// overflow) and whether `c` contains `x`.
+fn child_reading(c: &NodeBox, j: &NodeBox, root: &NodeBox, x: &[Feature]) -> Option<(f64, bool)> {
+    let (mut r, mut inside) = (1.0, true);
+    for (k, &v) in x.iter().enumerate() {
+        let (cl, cu) = (c.lower[k], c.upper[k]);
+        inside &= cl <= v && v <= cu;
+        if root.upper[k] > root.lower[k] {
+            if cu <= cl {
+                return None;
+            }
+            r *= (f64::from(cu) - f64::from(cl)) / (f64::from(j.upper[k]) - f64::from(j.lower[k]));
         }
     }
-    r
+    Some((r, inside))
 }
 
 /// Per dimension, how far `x` lies outside the child's box `c`, divided by the extent of

@@ -96,7 +96,8 @@ impl MondrianPolyaForest {
                 // log-Jacobian of its active set.
                 let mut columns: Vec<Vec<(Evaluation, f64)>> = trees
                     .par_iter_mut()
-                    .map(|unit| {
+                    .enumerate()
+                    .map(|(t, unit)| {
                         let mut col = Vec::with_capacity(c);
                         let mut gone = 0usize;
                         for (k, &(slot, _)) in arriving.iter().enumerate() {
@@ -109,8 +110,14 @@ impl MondrianPolyaForest {
                                     gamma,
                                     max_depth,
                                 };
-                                let active = view.active().unwrap_or_default();
-                                let jac = factors.map_or(0.0, |f| log_factor(f, &active));
+                                // Every tree holds the same points, so has the same
+                                // active set: tree 0's Jacobian is the forest's.
+                                let jac = match (t, factors) {
+                                    (0, Some(f)) => {
+                                        log_factor(f, &view.active().unwrap_or_default())
+                                    }
+                                    _ => 0.0,
+                                };
                                 (view.evaluate(x, None), jac)
                             };
                             // Prequential: scored by the forest as the previous row left
@@ -132,8 +139,6 @@ impl MondrianPolyaForest {
                         col
                     })
                     .collect();
-                // Every tree holds the same points, so has the same active set: tree 0's
-                // Jacobian is the forest's.
                 for (t, col) in columns.iter_mut().enumerate() {
                     for (k, (e, jac)) in col.drain(..).enumerate() {
                         evals_chunk[k * m + t] = e;
