@@ -240,6 +240,118 @@ fn stream_scores_every_row_after_its_insertion() {
     assert_eq!(stdin.stdout, std::fs::read(&out).unwrap());
 }
 
+/// `n` rows of two features drifting across [0, 1.7] in `a`, with every 97th row far
+/// outside the others in `b`, as numbers and as CSV text that reads back to them.
+fn drifting(n: usize) -> (Vec<f64>, String) {
+    let mut x = Vec::with_capacity(2 * n);
+    let mut s = String::from("a,b\n");
+    for i in 0..n {
+        let a = 0.7 * (i as f64 / n as f64) + (i as f64 * 0.618_034) % 1.0;
+        let b = (i as f64 * 0.414_214) % 1.0 + if i % 97 == 0 { 5.0 } else { 0.0 };
+        x.extend([a, b]);
+        s.push_str(&format!("{a},{b}\n"));
+    }
+    (x, s)
+}
+
+/// The streaming forest the CLI sets up for `--stream --window W --trees M` on fewer than
+/// `SCALE_FROM_FEATURES` features (the raw features, the default seed and settings).
+fn library_stream(trees: usize, window: usize) -> mondrian::MondrianPolyaForest {
+    mondrian::MondrianPolyaForest::new(mondrian::PolyaParams {
+        variant: mondrian::PolyaVariant::Streaming,
+        n_trees: trees,
+        window: Some(window),
+        scaling: Some(mondrian::Scaling::Identity),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn streamed_output_is_the_librarys_stream_row_for_row() {
+    // 9,000 rows: the CLI streams and writes them in three chunks (4,096 rows each), the
+    // library here takes them in one call; every line must hold that row's numbers
+    // exactly (they are written in full, so they read back to the same bits).
+    let dir = tempfile::tempdir().unwrap();
+    let (x, text) = drifting(9000);
+    let data = write(dir.path(), "drift.csv", &text);
+    let (header, rows) = score_rows(
+        &data,
+        &dir.path().join("s.csv"),
+        &[
+            "--stream",
+            "--window",
+            "300",
+            "--trees",
+            "5",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(header, ["score", "mass", "log_density", "out_of_domain"]);
+    let want = library_stream(5, 300).score_stream(&x, 2, false).unwrap();
+    assert_eq!(rows.len(), want.len(), "one line per row");
+    let (score, mass) = (
+        column(&header, &rows, "score"),
+        column(&header, &rows, "mass"),
+    );
+    let log_density = column(&header, &rows, "log_density");
+    let outside = column(&header, &rows, "out_of_domain");
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(score[i], w.anomaly_score(), "row {i}");
+        assert_eq!(mass[i], w.mass, "row {i}");
+        assert_eq!(log_density[i], w.log_density, "row {i}");
+        assert_eq!(outside[i], f64::from(u8::from(w.out_of_domain)), "row {i}");
+    }
+}
+
+#[test]
+fn streamed_explanations_are_the_librarys_row_for_row() {
+    // --explain writes each row as it is explained; it must be the library's explanation
+    // of the row right after its insertion (window 50), and its scores those of the
+    // stream without --explain.
+    let dir = tempfile::tempdir().unwrap();
+    let (x, text) = drifting(400);
+    let data = write(dir.path(), "drift.csv", &text);
+    let flags = [
+        "--stream",
+        "--window",
+        "50",
+        "--trees",
+        "4",
+        "--threads",
+        "1",
+    ];
+    let (header, rows) = score_rows(
+        &data,
+        &dir.path().join("e.csv"),
+        &[&flags[..], &["--explain"]].concat(),
+    );
+    let (plain_header, plain) = score_rows(&data, &dir.path().join("p.csv"), &flags);
+    assert_eq!(
+        header.len(),
+        4 + 3 + 2 * 2,
+        "two features: two top features"
+    );
+    assert_eq!(header[..4], plain_header[..]);
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let mut forest = library_stream(4, 50);
+    for (i, row) in x.chunks_exact(2).enumerate() {
+        forest.partial_fit(row, 2).unwrap();
+        let e = forest.explain(row).unwrap();
+        assert_eq!(rows[i][..4], plain[i][..], "row {i}");
+        assert_eq!(rows[i][0].parse::<f64>().unwrap(), e.score.anomaly_score());
+        assert_eq!(rows[i][at("n_complement")], e.n_complement.to_string());
+        let top = e.top_features()[0];
+        let name = ["a", "b"][top.0];
+        match top.1 > 0.0 {
+            true => assert_eq!(rows[i][at("top_feature_1")], name, "row {i}"),
+            false => assert_eq!(rows[i][at("top_feature_1")], "", "row {i}"),
+        }
+    }
+    assert_eq!(rows.len(), 400);
+}
+
 /// Two clusters side by side in `a` (a ∈ [0, 0.2] and a ∈ [0.8, 1]), each spread over
 /// b ∈ [0, 1].
 fn two_clusters(n: usize) -> String {

@@ -2,16 +2,20 @@
 //! forests (spec `mondrian-polya-forest.md` §5, §8), batch (bMPF) or streaming (sMPF).
 
 use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use mondrian::metrics::{average_precision, roc_auc};
-use mondrian::{Explanation, MondrianPolyaForest, Persistent, PolyaVariant, RowScore};
+use mondrian::{
+    Explanation, MondrianError, MondrianPolyaForest, Persistent, PolyaParams, PolyaVariant,
+    RowScore,
+};
 use serde_json::json;
 
 use super::polya::{
-    read_feature_columns, run, run_one, set_threads, tree_groups, variant_name, ColumnArgs,
-    PolyaArgs, Protocol, VariantArg,
+    evaluate_into, read_feature_columns, run_groups, run_one_into, set_threads, tree_groups,
+    variant_name, ColumnArgs, PolyaArgs, Protocol, VariantArg,
 };
 use super::{lifetime_text, progress, read_model, save_model, CliError};
 use crate::io::{binary_labels, is_stdin, read_dataset, Dataset};
@@ -168,31 +172,31 @@ fn score(args: &ScoreArgs) -> Result<(), CliError> {
     }
     let data = read_feature_columns(&args.input, &args.columns)?;
     let d = data.n_features;
-    let (scores, explanations, about) = match &args.model {
-        Some(path) => score_with_model(args, path, &data)?,
-        None => score_new(args, &data)?,
+    // Every refusal comes before the output is opened.
+    let job = match &args.model {
+        Some(path) => loaded_job(args, path, &data)?,
+        None => new_job(args, &data)?,
     };
-    let text = scores_csv(&scores, explanations.as_deref(), &data.feature_names);
-    match args.output.as_deref().filter(|p| !is_stdin(p)) {
-        Some(path) => {
-            mondrian::persist::replace_file(path, |w| {
-                std::io::Write::write_all(w, text.as_bytes()).map_err(Into::into)
-            })
-            .map_err(|e| match e {
-                mondrian::MondrianError::Io(source) => CliError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                },
-                other => other.into(),
-            })?;
+    let names = &data.feature_names;
+    let output = args.output.as_deref().filter(|p| !is_stdin(p));
+    let done = match output {
+        Some(path) => replace_output(path, |w| {
+            job.run(&data, ScoreWriter::new(w, path, names, args.explain)?)
+        })?,
+        None => {
+            let path = Path::new("standard output");
+            let mut w = BufWriter::new(std::io::stdout().lock());
+            let done = job.run(&data, ScoreWriter::new(&mut w, path, names, args.explain)?)?;
+            w.flush().map_err(CliError::write(path))?;
+            done
         }
-        None => print!("{text}"),
-    }
-    let outside = scores.iter().filter(|s| s.out_of_domain).count();
+    };
     eprintln!(
-        "scored {} rows × {d} features ({about}); {outside} outside the domain{}",
-        scores.len(),
-        match args.output.as_deref().filter(|p| !is_stdin(p)) {
+        "scored {} rows × {d} features ({}); {} outside the domain{}",
+        done.rows,
+        done.about,
+        done.outside,
+        match output {
             Some(p) => format!("; written to {}", p.display()),
             None => String::new(),
         }
@@ -200,11 +204,89 @@ fn score(args: &ScoreArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The scores (and explanations) of a saved forest, which with `--stream` takes the rows
-/// in; saved again with `--save-model`.
-type Output = (Vec<RowScore>, Option<Vec<Explanation>>, String);
+/// What `score` runs, decided (with every refusal) before the output is opened.
+struct Job {
+    how: How,
+    /// The forest and protocol in the report, before the time taken.
+    label: String,
+}
 
-fn score_with_model(args: &ScoreArgs, path: &Path, data: &Dataset) -> Result<Output, CliError> {
+enum How {
+    /// One forest of every tree, loaded or new: scored as it is (`None`), fit on every row
+    /// then scored ([`Protocol::Fit`]), or each row inserted then scored
+    /// ([`Protocol::OnArrival`]); the scores are written as they come. Saved after if
+    /// `save` names a file.
+    One {
+        forest: Box<MondrianPolyaForest>,
+        protocol: Option<Protocol>,
+        explain: bool,
+        save: Option<PathBuf>,
+    },
+    /// A new streaming forest too large for memory, grown in groups of trees one after the
+    /// other: every row's scores are summed over the groups, then written.
+    Groups {
+        params: PolyaParams,
+        groups: Vec<usize>,
+        protocol: Protocol,
+    },
+}
+
+/// What `score` reports once the output is written.
+struct Done {
+    rows: usize,
+    outside: usize,
+    about: String,
+}
+
+impl Job {
+    /// Scores the rows of `data`, each chunk written by `out` as soon as it is scored.
+    fn run(self, data: &Dataset, mut out: ScoreWriter) -> Result<Done, CliError> {
+        let (x, d) = (&data.x[..], data.n_features);
+        let start = std::time::Instant::now();
+        let seconds = match self.how {
+            How::One {
+                mut forest,
+                protocol,
+                explain,
+                save,
+            } => {
+                match (explain, protocol) {
+                    (true, _) => explained(&mut forest, x, d, protocol, &mut out)?,
+                    (false, Some(p)) => {
+                        run_one_into(&mut forest, x, d, p, None, "", &mut |s| out.rows(s, None))?
+                    }
+                    (false, None) => evaluate_into(&forest, x, d, "", &mut |s| out.rows(s, None))?,
+                }
+                let seconds = start.elapsed().as_secs_f64();
+                if let Some(path) = save {
+                    save_model(
+                        &*forest,
+                        MondrianPolyaForest::KIND,
+                        forest.encoding(),
+                        &path,
+                    )?;
+                }
+                seconds
+            }
+            How::Groups {
+                params,
+                groups,
+                protocol,
+            } => run_groups(&params, &groups, x, d, protocol, None, &mut |s| {
+                out.rows(s, None)
+            })?,
+        };
+        Ok(Done {
+            rows: out.rows,
+            outside: out.outside,
+            about: format!("{}, {seconds:.2}s", self.label),
+        })
+    }
+}
+
+/// A saved forest, which with `--stream` takes the rows in; saved again with
+/// `--save-model`.
+fn loaded_job(args: &ScoreArgs, path: &Path, data: &Dataset) -> Result<Job, CliError> {
     let mut forest: MondrianPolyaForest =
         mondrian::persist::load_whole(MondrianPolyaForest::KIND, read_model(path)?)?;
     set_threads(&mut forest, args.polya.threads)?;
@@ -228,23 +310,26 @@ fn score_with_model(args: &ScoreArgs, path: &Path, data: &Dataset) -> Result<Out
             path.display()
         )));
     }
-    let protocol = args.stream.then_some(Protocol::OnArrival);
-    let start = std::time::Instant::now();
-    let (scores, explanations) = scored_forest(&mut forest, &data.x, d, protocol, args.explain)?;
-    let about = format!(
-        "{}, {} trees from {}, {:.2}s",
+    let label = format!(
+        "{}, {} trees from {}",
         variant_name(forest.params().variant),
         forest.n_trees(),
         path.display(),
-        start.elapsed().as_secs_f64()
     );
-    if let Some(out) = &args.save_model {
-        save_model(&forest, MondrianPolyaForest::KIND, forest.encoding(), out)?;
-    }
-    Ok((scores, explanations, about))
+    Ok(Job {
+        how: How::One {
+            forest: Box::new(forest),
+            protocol: args.stream.then_some(Protocol::OnArrival),
+            explain: args.explain,
+            save: args.save_model.clone(),
+        },
+        label,
+    })
 }
 
-fn score_new(args: &ScoreArgs, data: &Dataset) -> Result<Output, CliError> {
+/// A new forest, in groups of trees only when it does not fit in memory whole and needs
+/// not be one forest (an explanation reads all the trees, a saved model is one forest).
+fn new_job(args: &ScoreArgs, data: &Dataset) -> Result<Job, CliError> {
     let variant = match (args.variant, args.stream) {
         (Some(v), _) => v.variant(),
         (None, true) => PolyaVariant::Streaming,
@@ -255,31 +340,8 @@ fn score_new(args: &ScoreArgs, data: &Dataset) -> Result<Output, CliError> {
         true => Protocol::OnArrival,
         false => Protocol::Fit,
     };
-    let d = data.n_features;
-    let about = |seconds: f64, groups: usize| {
-        format!(
-            "{} forest, {} trees{}, {}{}, {seconds:.2}s",
-            variant_name(variant),
-            params.n_trees,
-            match groups {
-                1 => String::new(),
-                k => format!(" in {k} groups"),
-            },
-            protocol.name(),
-            params
-                .window
-                .map_or(String::new(), |w| format!(" with a window of {w}")),
-        )
-    };
-    if !args.explain && args.save_model.is_none() {
-        let scored = run(&params, &data.x, d, protocol, None)?;
-        let about = about(scored.seconds, scored.groups.len());
-        return Ok((scored.scores, None, about));
-    }
-    // One forest with every tree: an explanation reads all the trees, a saved model is
-    // one forest.
-    let groups = tree_groups(&params, data.n_rows(), d)?;
-    if groups.len() > 1 {
+    let groups = tree_groups(&params, data.n_rows(), data.n_features)?;
+    if groups.len() > 1 && (args.explain || args.save_model.is_some()) {
         return Err(CliError::Usage(format!(
             "{} needs all {} trees in memory at once; use fewer trees (--trees) or a larger \
              --max-memory",
@@ -291,112 +353,194 @@ fn score_new(args: &ScoreArgs, data: &Dataset) -> Result<Output, CliError> {
             params.n_trees
         )));
     }
-    let mut forest = MondrianPolyaForest::new(params.clone())?;
-    let start = std::time::Instant::now();
-    let (scores, explanations) = if args.explain {
-        if protocol == Protocol::Fit {
-            forest.fit(&data.x, d)?;
-        }
-        scored_forest(&mut forest, &data.x, d, Some(protocol), true)?
-    } else {
-        let scores = run_one(&mut forest, &data.x, d, protocol, None, "")?;
-        (scores, None)
+    let label = format!(
+        "{} forest, {} trees{}, {}{}",
+        variant_name(variant),
+        params.n_trees,
+        match groups.len() {
+            1 => String::new(),
+            k => format!(" in {k} groups"),
+        },
+        protocol.name(),
+        params
+            .window
+            .map_or(String::new(), |w| format!(" with a window of {w}")),
+    );
+    let how = match groups.len() {
+        1 => How::One {
+            forest: Box::new(MondrianPolyaForest::new(params)?),
+            protocol: Some(protocol),
+            explain: args.explain,
+            save: args.save_model.clone(),
+        },
+        _ => How::Groups {
+            params,
+            groups,
+            protocol,
+        },
     };
-    let about = about(start.elapsed().as_secs_f64(), 1);
-    if let Some(out) = &args.save_model {
-        save_model(&forest, MondrianPolyaForest::KIND, forest.encoding(), out)?;
-    }
-    Ok((scores, explanations, about))
+    Ok(Job { how, label })
 }
 
-/// Scores the rows with `forest` (fit already, unless it streams): as they are without a
-/// protocol or with [`Protocol::Fit`], each inserted then scored with
-/// [`Protocol::OnArrival`]; with `explain` every row is explained, one at a time.
-fn scored_forest(
+/// Explains every row, one at a time, writing each as it is explained: with `protocol`
+/// [`Protocol::Fit`] after fitting on every row, with [`Protocol::OnArrival`] each right
+/// after its insertion, without one by the forest as it is.
+fn explained(
     forest: &mut MondrianPolyaForest,
     x: &[f64],
     d: usize,
     protocol: Option<Protocol>,
-    explain: bool,
-) -> Result<(Vec<RowScore>, Option<Vec<Explanation>>), CliError> {
-    let stream = protocol == Some(Protocol::OnArrival);
-    if !explain {
-        let scores = match stream {
-            true => run_one(forest, x, d, Protocol::OnArrival, None, "")?,
-            false => super::polya::evaluate(forest, x, d, "")?,
-        };
-        return Ok((scores, None));
+    out: &mut ScoreWriter,
+) -> Result<(), CliError> {
+    if protocol == Some(Protocol::Fit) {
+        forest.fit(x, d)?;
     }
-    let n = x.len() / d;
-    let bar = progress(n as u64, "explaining");
-    let mut scores = Vec::with_capacity(n);
-    let mut explanations = Vec::with_capacity(n);
+    let stream = protocol == Some(Protocol::OnArrival);
+    let bar = progress((x.len() / d) as u64, "explaining");
     for row in x.chunks_exact(d) {
         if stream {
             forest.partial_fit(row, d)?;
         }
         let e = forest.explain(row)?;
-        scores.push(e.score);
-        explanations.push(e);
+        out.rows(&[e.score], Some(std::slice::from_ref(&e)))?;
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((scores, Some(explanations)))
+    Ok(())
+}
+
+/// Runs `write` on a new file that takes the place of `path` only once `write` has
+/// succeeded (`persist::replace_file`): after any error `path` is as it was.
+fn replace_output<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, CliError>,
+) -> Result<T, CliError> {
+    let (mut value, mut failure) = (None, None);
+    let replaced = mondrian::persist::replace_file(path, |w| match write(w) {
+        Ok(v) => {
+            value = Some(v);
+            Ok(())
+        }
+        Err(e) => {
+            failure = Some(e);
+            // Any error makes replace_file remove its temporary file; the real one is
+            // returned below.
+            Err(MondrianError::Io(std::io::Error::other("scoring failed")))
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    replaced.map_err(|e| match e {
+        MondrianError::Io(source) => CliError::Write {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other.into(),
+    })?;
+    Ok(value.expect("replace_file succeeds only after its writer did"))
 }
 
 /// Features named in the `--explain` columns, by attribution.
 const TOP_FEATURES: usize = 3;
 
-/// The CSV `anomaly score` writes. Numbers are written in full (they read back to the
-/// same values), infinities as `inf` and `-inf`.
-fn scores_csv(
-    scores: &[RowScore],
-    explanations: Option<&[Explanation]>,
-    names: &[String],
-) -> String {
-    let top = TOP_FEATURES.min(names.len());
-    let mut text = String::from("score,mass,log_density,out_of_domain");
-    if explanations.is_some() {
-        text.push_str(",n_complement,out_of_box_feature,out_of_box");
-        for k in 1..=top {
-            let _ = write!(text, ",top_feature_{k},top_share_{k}");
-        }
-    }
-    text.push('\n');
-    for (i, s) in scores.iter().enumerate() {
-        let _ = write!(
-            text,
-            "{},{},{},{}",
-            // + 0.0 writes a mass of 1 as 0 rather than -0.
-            s.anomaly_score() + 0.0,
-            s.mass,
-            s.log_density,
-            u8::from(s.out_of_domain)
-        );
-        if let Some(e) = explanations.map(|e| &e[i]) {
-            let furthest = e
-                .out_of_box
-                .iter()
-                .enumerate()
-                .filter(|(_, &v)| v > 0.0)
-                .max_by(|a, b| a.1.total_cmp(b.1));
-            let (name, excess) = match furthest {
-                Some((j, &v)) => (csv_cell(&names[j]), v),
-                None => (String::new(), 0.0),
-            };
-            let _ = write!(text, ",{},{name},{excess}", e.n_complement);
-            for (j, share) in e.top_features().into_iter().take(top) {
-                match share > 0.0 {
-                    true => {
-                        let _ = write!(text, ",{},{share}", csv_cell(&names[j]));
-                    }
-                    false => text.push_str(",,0"),
-                }
+/// Writes the CSV of `anomaly score` a chunk of rows at a time, as they are scored, so
+/// that nothing per row is held once written. Numbers are written in full (they read back
+/// to the same values), infinities as `inf` and `-inf`.
+struct ScoreWriter<'a> {
+    out: &'a mut dyn Write,
+    /// Where `out` goes, for errors.
+    path: &'a Path,
+    /// The feature names as CSV cells, for the explanation columns.
+    cells: Vec<String>,
+    explain: bool,
+    /// Rows written, and those outside the domain.
+    rows: usize,
+    outside: usize,
+}
+
+impl<'a> ScoreWriter<'a> {
+    /// Writes the header: the score columns, and the explanation columns with `explain`.
+    fn new(
+        out: &'a mut dyn Write,
+        path: &'a Path,
+        names: &[String],
+        explain: bool,
+    ) -> Result<Self, CliError> {
+        let mut header = String::from("score,mass,log_density,out_of_domain");
+        if explain {
+            header.push_str(",n_complement,out_of_box_feature,out_of_box");
+            for k in 1..=TOP_FEATURES.min(names.len()) {
+                let _ = write!(header, ",top_feature_{k},top_share_{k}");
             }
         }
-        text.push('\n');
+        header.push('\n');
+        out.write_all(header.as_bytes())
+            .map_err(CliError::write(path))?;
+        Ok(Self {
+            out,
+            path,
+            cells: names.iter().map(|n| csv_cell(n)).collect(),
+            explain,
+            rows: 0,
+            outside: 0,
+        })
     }
-    text
+
+    /// Writes one line per score; with explanation columns `explanations` holds the row's
+    /// explanation, one per score.
+    fn rows(
+        &mut self,
+        scores: &[RowScore],
+        explanations: Option<&[Explanation]>,
+    ) -> Result<(), CliError> {
+        debug_assert_eq!(self.explain, explanations.is_some());
+        let path = self.path;
+        self.write_rows(scores, explanations)
+            .map_err(CliError::write(path))
+    }
+
+    fn write_rows(
+        &mut self,
+        scores: &[RowScore],
+        explanations: Option<&[Explanation]>,
+    ) -> std::io::Result<()> {
+        let top = TOP_FEATURES.min(self.cells.len());
+        for (i, s) in scores.iter().enumerate() {
+            write!(
+                self.out,
+                "{},{},{},{}",
+                // + 0.0 writes a mass of 1 as 0 rather than -0.
+                s.anomaly_score() + 0.0,
+                s.mass,
+                s.log_density,
+                u8::from(s.out_of_domain)
+            )?;
+            if let Some(e) = explanations.map(|e| &e[i]) {
+                let furthest = e
+                    .out_of_box
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| v > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(b.1));
+                let (name, excess) = match furthest {
+                    Some((j, &v)) => (self.cells[j].as_str(), v),
+                    None => ("", 0.0),
+                };
+                write!(self.out, ",{},{name},{excess}", e.n_complement)?;
+                for (j, share) in e.top_features().into_iter().take(top) {
+                    match share > 0.0 {
+                        true => write!(self.out, ",{},{share}", self.cells[j])?,
+                        false => self.out.write_all(b",,0")?,
+                    }
+                }
+            }
+            self.out.write_all(b"\n")?;
+            self.rows += 1;
+            self.outside += usize::from(s.out_of_domain);
+        }
+        Ok(())
+    }
 }
 
 /// A CSV cell: quoted when it holds a comma, a quote or a line break.
@@ -440,13 +584,25 @@ fn eval(args: &EvalArgs) -> Result<(), CliError> {
         (true, None) => Protocol::Stream,
         (true, Some(_)) => Protocol::OnArrival,
     };
-    let scored = run(&params, &data.x, data.n_features, protocol, None)?;
-    let scores: Vec<f64> = scored.scores.iter().map(RowScore::anomaly_score).collect();
+    let groups = tree_groups(&params, n, data.n_features)?;
+    // The AUC needs every score; only the scores are kept (8 bytes a row).
+    let (mut scores, mut outside) = (Vec::with_capacity(n), 0);
+    let seconds = run_groups(
+        &params,
+        &groups,
+        &data.x,
+        data.n_features,
+        protocol,
+        None,
+        &mut |chunk| {
+            scores.extend(chunk.iter().map(RowScore::anomaly_score));
+            outside += chunk.iter().filter(|s| s.out_of_domain).count();
+            Ok(())
+        },
+    )?;
     // Both classes are present and no score is NaN (a mass is in [0, 1]).
     let auc = roc_auc(&scores, &labels).unwrap_or(f64::NAN);
     let ap = average_precision(&scores, &labels).unwrap_or(f64::NAN);
-    let outside = scored.scores.iter().filter(|s| s.out_of_domain).count();
-    let seconds = scored.seconds;
     if args.json {
         let out = json!({
             "roc_auc": auc,
@@ -463,7 +619,7 @@ fn eval(args: &EvalArgs) -> Result<(), CliError> {
             "shuffle": args.shuffle,
             "window": params.window,
             "n_out_of_domain": outside,
-            "groups": scored.groups,
+            "groups": groups,
             "max_depth": params.max_depth,
             "gamma": params.gamma,
             "lifetime": lifetime_text(params.lifetime),

@@ -254,6 +254,10 @@ pub(crate) struct Scored {
     pub(crate) seconds: f64,
 }
 
+/// Where the scores of a run go, a chunk of rows at a time, in row order: a command that
+/// writes or reduces them as they come holds nothing per row.
+pub(crate) type Sink<'a> = dyn FnMut(&[RowScore]) -> Result<(), CliError> + 'a;
+
 /// Rows per call of the chunked scoring and streaming loops (the progress bar moves
 /// between calls; the library's stream works in chunks of this size too).
 const CHUNK: usize = 4096;
@@ -269,7 +273,37 @@ pub(crate) fn run(
     held_out: Option<&[f64]>,
 ) -> Result<Scored, CliError> {
     let groups = tree_groups(params, x.len() / d, d)?;
+    let mut scores = Vec::with_capacity(held_out.unwrap_or(x).len() / d);
+    let seconds = run_groups(params, &groups, x, d, protocol, held_out, &mut |s| {
+        scores.extend_from_slice(s);
+        Ok(())
+    })?;
+    Ok(Scored {
+        scores,
+        groups,
+        seconds,
+    })
+}
+
+/// [`run`] with the groups given (from [`tree_groups`]), the scores going to `sink`; returns
+/// the wall time of fitting, scoring and the sink. One group passes each chunk on as it is
+/// scored; several must sum every row's scores over the groups first, so they pass all the
+/// rows on at the end.
+pub(crate) fn run_groups(
+    params: &PolyaParams,
+    groups: &[usize],
+    x: &[f64],
+    d: usize,
+    protocol: Protocol,
+    held_out: Option<&[f64]>,
+    sink: &mut Sink,
+) -> Result<f64, CliError> {
     let start = Instant::now();
+    if let [_] = groups {
+        let mut forest = MondrianPolyaForest::new(params.clone())?;
+        run_one_into(&mut forest, x, d, protocol, held_out, "", sink)?;
+        return Ok(start.elapsed().as_secs_f64());
+    }
     let mut combined: Option<Vec<RowScore>> = None;
     for (g, &trees) in groups.iter().enumerate() {
         let mut forest = MondrianPolyaForest::new(PolyaParams {
@@ -277,13 +311,9 @@ pub(crate) fn run(
             seed: group_seed(params.seed, g),
             ..params.clone()
         })?;
-        let what = match groups.len() {
-            1 => String::new(),
-            k => format!("group {}/{k}: ", g + 1),
-        };
+        let what = format!("group {}/{}: ", g + 1, groups.len());
         let scores = run_one(&mut forest, x, d, protocol, held_out, &what)?;
         combined = Some(match combined {
-            None if groups.len() == 1 => scores,
             None => scores.iter().map(|s| weighted(s, trees)).collect(),
             Some(mut acc) => {
                 for (a, s) in acc.iter_mut().zip(&scores) {
@@ -294,18 +324,13 @@ pub(crate) fn run(
         });
     }
     let mut scores = combined.unwrap_or_default();
-    if groups.len() > 1 {
-        let m = params.n_trees as f64;
-        for s in &mut scores {
-            s.mass /= m;
-            s.log_density -= m.ln();
-        }
+    let m = params.n_trees as f64;
+    for s in &mut scores {
+        s.mass /= m;
+        s.log_density -= m.ln();
     }
-    Ok(Scored {
-        scores,
-        groups,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    sink(&scores)?;
+    Ok(start.elapsed().as_secs_f64())
 }
 
 /// Runs `protocol` on one forest, behind progress bars labelled after `what`; scores the
@@ -319,6 +344,24 @@ pub(crate) fn run_one(
     held_out: Option<&[f64]>,
     what: &str,
 ) -> Result<Vec<RowScore>, CliError> {
+    let mut out = Vec::with_capacity(held_out.unwrap_or(x).len() / d);
+    run_one_into(forest, x, d, protocol, held_out, what, &mut |s| {
+        out.extend_from_slice(s);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// [`run_one`] with each chunk's scores going to `sink` as soon as they are computed.
+pub(crate) fn run_one_into(
+    forest: &mut MondrianPolyaForest,
+    x: &[f64],
+    d: usize,
+    protocol: Protocol,
+    held_out: Option<&[f64]>,
+    what: &str,
+    sink: &mut Sink,
+) -> Result<(), CliError> {
     let n = x.len() / d;
     let scored = held_out.unwrap_or(x);
     match protocol {
@@ -336,42 +379,42 @@ pub(crate) fn run_one(
             };
             bar.finish_and_clear();
             match scores {
-                Some(s) => Ok(s),
-                None => evaluate(forest, scored, d, what),
+                Some(s) => s.chunks(CHUNK).try_for_each(&mut *sink),
+                None => evaluate_into(forest, scored, d, what, sink),
             }
         }
         Protocol::Stream => {
             insert_in_order(forest, x, d, what)?;
-            evaluate(forest, scored, d, what)
+            evaluate_into(forest, scored, d, what, sink)
         }
         Protocol::OnArrival => {
             let bar = progress(n as u64, &format!("{what}streaming"));
-            let mut out = Vec::with_capacity(n);
             for chunk in x.chunks(CHUNK * d) {
-                out.extend(forest.score_stream(chunk, d, false)?);
+                sink(&forest.score_stream(chunk, d, false)?)?;
                 bar.inc((chunk.len() / d) as u64);
             }
             bar.finish_and_clear();
-            Ok(out)
+            Ok(())
         }
     }
 }
 
-/// Every row's score by the forest as it is, in chunks behind a progress bar.
-pub(crate) fn evaluate(
+/// Every row's score by the forest as it is, in chunks behind a progress bar, each chunk
+/// going to `sink`.
+pub(crate) fn evaluate_into(
     forest: &MondrianPolyaForest,
     x: &[f64],
     d: usize,
     what: &str,
-) -> Result<Vec<RowScore>, CliError> {
+    sink: &mut Sink,
+) -> Result<(), CliError> {
     let bar = progress((x.len() / d) as u64, &format!("{what}scoring"));
-    let mut out = Vec::with_capacity(x.len() / d);
     for chunk in x.chunks(CHUNK * d) {
-        out.extend(forest.evaluate(chunk, d)?);
+        sink(&forest.evaluate(chunk, d)?)?;
         bar.inc((chunk.len() / d) as u64);
     }
     bar.finish_and_clear();
-    Ok(out)
+    Ok(())
 }
 
 /// Inserts the rows into the forest in order. Each call takes fewer rows than the trees
