@@ -112,17 +112,26 @@ def stream_section(sets, names, stream_rows):
         order = np.random.default_rng(0).permutation(len(ds["y"]))[:n]
         sub = os.path.join(data.ROOT, "target", "speed_" + name + ".csv")
         data.write_csv(sub, ds["x"][order], ds["y"][order])  # the same rows, already shuffled
-        ours = ours_eval(sub, 0, ("--stream", "--window", str(WINDOW)))
+        def ours_rate(trees):
+            args = ("--stream", "--window", str(WINDOW), "--trees", str(trees))
+            return ours_eval(sub, 0, args)["rows_per_second"]
+        o = ours_rate(100)
+        o_rrcf, o_hst = ours_rate(RRCF_TREES), ours_rate(HST_TREES)
         r_rate = rrcf_rate(ds["x"], order)
         h_all, h_after = hst_rates(ds["x"], order)
-        o = ours["rows_per_second"]
         rows.append({"dataset": name, "rows": n, "d": int(ds["x"].shape[1]),
-                     "ours_rows_per_second": o, "ours_trees": ours["trees"],
+                     "ours_rows_per_second": o, "ours_trees": 100,
+                     "ours_rows_per_second_at_rrcf_trees": o_rrcf,
+                     "ours_rows_per_second_at_hst_trees": o_hst,
                      "rrcf_rows_per_second": r_rate, "rrcf_trees": RRCF_TREES,
                      "hst_rows_per_second": h_all, "hst_rows_per_second_after_window": h_after,
                      "hst_trees": HST_TREES, "ratio_rrcf": o / r_rate, "ratio_hst": o / h_all,
-                     "ratio_hst_after_window": o / h_after})
-        print(f"stream {name}: ours {o:.0f}/s rrcf {r_rate:.1f}/s hst {h_all:.1f}/s "
+                     "ratio_hst_after_window": o / h_after,
+                     "ratio_rrcf_equal_trees": o_rrcf / r_rate,
+                     "ratio_hst_equal_trees": o_hst / h_all,
+                     "ratio_hst_after_window_equal_trees": o_hst / h_after})
+        print(f"stream {name}: ours {o:.0f}/s ({o_rrcf:.0f}/s at {RRCF_TREES} trees, "
+              f"{o_hst:.0f}/s at {HST_TREES}) rrcf {r_rate:.1f}/s hst {h_all:.1f}/s "
               f"({h_after:.1f}/s after window)", flush=True)
     return rows
 
@@ -180,18 +189,26 @@ def write_md(res, out_dir):
     for r in res.get("batch", []):
         lines.append(f"| {r['dataset']} | {r['n']} | {r['ours_median']:.2f} | "
                      f"{r['sklearn_median']:.2f} | {r['ratio_sklearn_over_ours']:.2f} |")
-    lines += ["", "Streaming points per second, window 256, insert-then-score: ours sMPF "
-              "(100 trees) against rrcf (20 trees) and river HalfSpaceTrees (height 15, 10 "
-              "trees; `after w` excludes its construction and first window). Ratio = ours / "
-              "peer.", "",
-              "| data set | rows | ours /s | rrcf /s | HST /s | HST after w /s | × rrcf | "
-              "× HST | × HST after w |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "Streaming points per second, window 256, insert-then-score, one thread: "
+              f"ours sMPF at 100 trees and at each peer's size, rrcf ({RRCF_TREES} trees) and "
+              f"river HalfSpaceTrees (height {HST_HEIGHT}, {HST_TREES} trees; `after w` "
+              "excludes its construction and first window). Ratio = ours / peer, at equal "
+              "numbers of trees (ours at 100 trees against the peer's smaller forest in "
+              "brackets).", "",
+              "| data set | rows | ours /s (100 / 20 / 10 trees) | rrcf /s | HST /s | "
+              "HST after w /s | × rrcf | × HST | × HST after w |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in res.get("stream", []):
         lines.append(
-            f"| {r['dataset']} | {r['rows']} | {r['ours_rows_per_second']:.0f} | "
+            f"| {r['dataset']} | {r['rows']} | {r['ours_rows_per_second']:.0f} / "
+            f"{r['ours_rows_per_second_at_rrcf_trees']:.0f} / "
+            f"{r['ours_rows_per_second_at_hst_trees']:.0f} | "
             f"{r['rrcf_rows_per_second']:.1f} | {r['hst_rows_per_second']:.1f} | "
-            f"{r['hst_rows_per_second_after_window']:.1f} | {r['ratio_rrcf']:.0f} | "
-            f"{r['ratio_hst']:.0f} | {r['ratio_hst_after_window']:.0f} |")
+            f"{r['hst_rows_per_second_after_window']:.1f} | "
+            f"{r['ratio_rrcf_equal_trees']:.0f} ({r['ratio_rrcf']:.0f}) | "
+            f"{r['ratio_hst_equal_trees']:.0f} ({r['ratio_hst']:.0f}) | "
+            f"{r['ratio_hst_after_window_equal_trees']:.1f} "
+            f"({r['ratio_hst_after_window']:.1f}) |")
     m = res.get("rss")
     if m:
         lines += ["", f"Memory: `mondrian {m['command']}`: {m['seconds']:.0f} s "
