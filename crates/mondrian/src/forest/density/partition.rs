@@ -27,6 +27,21 @@ fn f32_at_most(v: f64) -> f32 {
     }
 }
 
+/// A leaf's evaluation from the running products and logarithms of its path's mass
+/// shares and cell fractions, `(mass, fraction, log_mass, log_fraction)`.
+fn leaf_evaluation(path: (f64, f64, f64, f64), log_domain: f64, depth: usize) -> Evaluation {
+    let (mass, fraction, log_mass, log_fraction) = path;
+    Evaluation {
+        log_mass: log_mass + mass.ln(),
+        log_volume: log_domain + log_fraction + fraction.ln(),
+        kind: if depth == 0 {
+            LeafKind::Root
+        } else {
+            LeafKind::TypeI
+        },
+    }
+}
+
 /// One bMPT: the partition (sampled once) and the counts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Partition {
@@ -240,6 +255,20 @@ impl Partition {
         (0..self.left.len()).filter(|&j| self.left[j] == NO_CHILD)
     }
 
+    /// The cut at node `j` (depth `depth`, with children from `c0`), read on `side`: the
+    /// side's share `f` of the cell and its Pólya share of the mass,
+    /// `(γ(depth+1)² f + n_child) / (γ(depth+1)² + n_j)` (§3.2).
+    fn cut_share(&self, j: usize, side: u32, depth: usize, gamma: f64) -> (f64, f64) {
+        let f = match side {
+            0 => self.share_left[j],
+            _ => 1.0 - self.share_left[j],
+        };
+        let c = self.left[j] as usize + side as usize;
+        let a = gamma * ((depth + 1) as f64).powi(2);
+        let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
+        (f, share)
+    }
+
     fn children(&self, j: usize) -> Option<usize> {
         match self.left[j] {
             NO_CHILD => None,
@@ -258,25 +287,13 @@ impl Partition {
         for j in 0..n {
             let (mass, fraction, log_mass, log_fraction, depth) = state[j];
             let Some(l) = self.children(j) else {
-                out[j] = Evaluation {
-                    log_mass: log_mass + mass.ln(),
-                    log_volume: log_domain + log_fraction + fraction.ln(),
-                    kind: if depth == 0 {
-                        LeafKind::Root
-                    } else {
-                        LeafKind::TypeI
-                    },
-                };
+                out[j] =
+                    leaf_evaluation((mass, fraction, log_mass, log_fraction), log_domain, depth);
                 continue;
             };
-            let a = gamma * ((depth + 1) as f64).powi(2);
             for side in 0..2 {
-                let f = match side {
-                    0 => self.share_left[j],
-                    _ => 1.0 - self.share_left[j],
-                };
-                let c = l + side;
-                let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
+                let c = l + side as usize;
+                let (f, share) = self.cut_share(j, side, depth, gamma);
                 let (mut m, mut fr) = (mass * share, fraction * f);
                 let (mut lm, mut lf) = (log_mass, log_fraction);
                 if m < 1e-200 || fr < 1e-200 {
@@ -305,13 +322,8 @@ impl Partition {
         let (mut log_mass, mut log_fraction) = (0.0f64, 0.0f64);
         while self.left[j] != NO_CHILD {
             let side = u8::from(f64::from(x[self.dim[j] as usize]) > self.loc[j]);
-            let f = match side {
-                0 => self.share_left[j],
-                _ => 1.0 - self.share_left[j],
-            };
             let c = (self.left[j] + u32::from(side)) as usize;
-            let a = gamma * ((depth + 1) as f64).powi(2);
-            let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
+            let (f, share) = self.cut_share(j, u32::from(side), depth, gamma);
             mass *= share;
             fraction *= f;
             if mass < 1e-200 || fraction < 1e-200 {
@@ -329,15 +341,7 @@ impl Partition {
             j = c;
             depth += 1;
         }
-        Evaluation {
-            log_mass: log_mass + mass.ln(),
-            log_volume: log_domain + log_fraction + fraction.ln(),
-            kind: if depth == 0 {
-                LeafKind::Root
-            } else {
-                LeafKind::TypeI
-            },
-        }
+        leaf_evaluation((mass, fraction, log_mass, log_fraction), log_domain, depth)
     }
 
     /// Every leaf cell with its mass and volume (§11 item 2).
@@ -358,14 +362,9 @@ impl Partition {
                 });
                 continue;
             }
-            let a = gamma * ((depth + 1) as f64).powi(2);
             for side in 0..2u32 {
-                let f = match side {
-                    0 => self.share_left[j],
-                    _ => 1.0 - self.share_left[j],
-                };
                 let c = (self.left[j] + side) as usize;
-                let share = (a * f + f64::from(self.count[c])) / (a + f64::from(self.count[j]));
+                let (f, share) = self.cut_share(j, side, depth, gamma);
                 stack.push((
                     c,
                     depth + 1,
