@@ -5,7 +5,8 @@ default: for each setting, bMPF (100 trees, depth 10, one thread, seeds 0..S-1) 
 data set of `../shared/data/anomaly`, ranked per set on mean AUC against the batch peers
 already in `results/runs-peers.jsonl` (IsolationForest, isotree, PCA, KNN, LOF). Settings:
 γ in --gammas, and the spec §9.1 scaling (min-max only when d >= 50) or min-max on every set
-(`minmax`, through scaled copies of the files; the trees' space is then [0, 1]^d).
+(`minmax`, through the min-max scaled copies `table4.py` writes for its streams; the
+trees' space is then [0, 1]^d).
 
     target/expenv/bin/python experiments/anomaly/sweep.py [--seeds 3] [--gammas 0.1,0.3,1,3]
 
@@ -26,18 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import data  # noqa: E402
 import report  # noqa: E402
-from table4 import BIN, BATCH  # noqa: E402
+from table4 import BIN, BATCH, scaled_copy  # noqa: E402
 import subprocess  # noqa: E402
-
-
-def minmax_copy(ds):
-    path = os.path.join(data.ROOT, "target", "minmax", os.path.basename(ds["path"]))
-    path = path.replace(".csv.gz", ".csv")
-    if not os.path.exists(path):
-        x = ds["x"]
-        lo, hi = x.min(axis=0), x.max(axis=0)
-        data.write_csv(path, (x - lo) / np.where(hi > lo, hi - lo, 1.0), ds["y"])
-    return path
 
 
 def run(path, gamma, seed):
@@ -64,7 +55,7 @@ def main():
     with open(out_path, "a") as fh:
         for name, ds in sets:
             for scaling in ("spec", "minmax"):
-                path = minmax_copy(ds) if scaling == "minmax" else ds["path"]
+                path = scaled_copy(ds) if scaling == "minmax" else ds["path"]
                 for gamma in gammas:
                     for seed in range(args.seeds):
                         key = (name, gamma, scaling, seed)
