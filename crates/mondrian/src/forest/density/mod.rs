@@ -7,6 +7,7 @@
 //! | `polya.rs` | the sMPT read off an engine tree with point counts (§4) |
 //! | `partition.rs` | the bMPT: a Mondrian process partition with counts (§3) |
 //! | `batch.rs` | the batch forest's trees, domain and fused fit-and-score |
+//! | `decode.rs` | checks of a decoded forest |
 //! | `explain.rs` | explanations of a score (§8.4, an extension) |
 //! | `stream.rs` | `score_stream`: windowed insert-then-score, row by row (§7.6) |
 //!
@@ -21,6 +22,7 @@
 //! p-value: there is no null distribution behind it.
 
 mod batch;
+mod decode;
 mod explain;
 mod params;
 mod partition;
@@ -36,7 +38,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{tree_rng, Forest, Growth, PointStore, Pool};
+use super::{tree_rng, Forest, Growth, PointStore, Pool, TreeUnit};
 use crate::data::{FeatureValue, Rows, MAX_THREADS};
 use crate::error::{MondrianError, Result};
 use crate::model::{Checked, Forget, Model, Params};
@@ -92,72 +94,10 @@ enum Trees {
 /// # Ok::<(), mondrian::MondrianError>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(try_from = "PolyaState")]
+#[serde(try_from = "decode::PolyaState")]
 pub struct MondrianPolyaForest {
     params: PolyaParams,
     trees: Trees,
-}
-
-/// The stored fields; decoding checks them, so a forest read from any file is as safe as
-/// a trained one.
-#[derive(Deserialize)]
-struct PolyaState {
-    params: PolyaParams,
-    trees: Trees,
-}
-
-impl TryFrom<PolyaState> for MondrianPolyaForest {
-    type Error = super::DecodeError;
-
-    fn try_from(s: PolyaState) -> std::result::Result<Self, Self::Error> {
-        s.params.validate()?;
-        let mut model = MondrianPolyaForest {
-            params: s.params,
-            trees: s.trees,
-        };
-        let corrupt = |m: &str| super::DecodeError(MondrianError::CorruptModel(m.into()));
-        let n_threads = model.params.n_threads;
-        let lifetime = model.params.lifetime;
-        let n_trees = model.params.n_trees;
-        match &mut model.trees {
-            Trees::Empty => {}
-            Trees::Streaming(f) => {
-                f.pool = Pool::new(n_threads);
-                f.check_decoded(n_trees, lifetime, |stats, tree| {
-                    let Some(root) = tree.root() else {
-                        return Ok(());
-                    };
-                    for j in tree.subtree_preorder(root) {
-                        let n = match tree.children(j) {
-                            Some((l, r)) => stats.count(l) as usize + stats.count(r) as usize,
-                            None => tree.leaf_points(j).len(),
-                        };
-                        if stats.count(j) as usize != n {
-                            return Err(format!("node {j}: its count is not its points'"));
-                        }
-                    }
-                    Ok(())
-                })?;
-            }
-            Trees::Batch(b) => {
-                b.pool = Pool::new(n_threads);
-                b.store.check()?;
-                let d = b.store.n_features.unwrap_or(0);
-                if b.trees.len() != n_trees
-                    || b.lower.len() != d
-                    || b.upper.len() != d
-                    || b.lower
-                        .iter()
-                        .zip(&b.upper)
-                        .any(|(l, u)| !(l <= u && u.is_finite()))
-                    || !b.trees.iter().all(|t| t.is_consistent(d))
-                {
-                    return Err(corrupt("the batch trees do not match their domain"));
-                }
-            }
-        }
-        Ok(model)
-    }
 }
 
 impl MondrianPolyaForest {
@@ -382,6 +322,21 @@ impl MondrianPolyaForest {
         }
     }
 
+    /// A streaming tree read as an sMPT with this forest's γ and depth cap.
+    fn view<'a>(
+        &self,
+        unit: &'a TreeUnit<PointCounts>,
+        features: &'a [Feature],
+    ) -> StreamingView<'a> {
+        StreamingView {
+            tree: &unit.tree,
+            counts: &unit.stats,
+            features,
+            gamma: self.params.gamma,
+            max_depth: self.params.max_depth,
+        }
+    }
+
     /// Number of features (once trained).
     pub fn n_features(&self) -> Option<usize> {
         self.store().and_then(|s| s.n_features)
@@ -458,13 +413,7 @@ impl MondrianPolyaForest {
             Trees::Streaming(f) => {
                 let features = f.store.data().features;
                 for (t, unit) in f.trees.iter().enumerate() {
-                    let view = StreamingView {
-                        tree: &unit.tree,
-                        counts: &unit.stats,
-                        features,
-                        gamma,
-                        max_depth: self.params.max_depth,
-                    };
+                    let view = self.view(unit, features);
                     for (r, xi) in x.chunks_exact(d).enumerate() {
                         out[r * m + t] = view.evaluate(xi, None);
                     }
@@ -512,13 +461,7 @@ impl MondrianPolyaForest {
             Trees::Streaming(f) => {
                 let features = f.store.data().features;
                 for unit in &f.trees {
-                    let view = StreamingView {
-                        tree: &unit.tree,
-                        counts: &unit.stats,
-                        features,
-                        gamma,
-                        max_depth: self.params.max_depth,
-                    };
+                    let view = self.view(unit, features);
                     let record = steps.as_deref_mut().map(|s| {
                         s.push(Vec::new());
                         s.last_mut().expect("pushed")
@@ -551,16 +494,7 @@ impl MondrianPolyaForest {
             Trees::Streaming(f) => f
                 .trees
                 .first()
-                .and_then(|u| {
-                    StreamingView {
-                        tree: &u.tree,
-                        counts: &u.stats,
-                        features: f.store.data().features,
-                        gamma: self.params.gamma,
-                        max_depth: self.params.max_depth,
-                    }
-                    .active()
-                })
+                .and_then(|u| self.view(u, f.store.data().features).active())
                 .unwrap_or_default(),
             Trees::Batch(b) => b.active(),
         }
@@ -662,14 +596,7 @@ impl MondrianPolyaForest {
                     name: "tree",
                     reason: format!("no tree {t}"),
                 })?;
-                Ok(StreamingView {
-                    tree: &unit.tree,
-                    counts: &unit.stats,
-                    features: f.store.data().features,
-                    gamma,
-                    max_depth: self.params.max_depth,
-                }
-                .leaves())
+                Ok(self.view(unit, f.store.data().features).leaves())
             }
             Trees::Batch(b) => {
                 let tree = b.trees.get(t).ok_or(MondrianError::InvalidParameter {
