@@ -39,6 +39,7 @@ pub mod data;
 pub mod described;
 pub mod error;
 pub mod forest;
+pub mod kernel;
 pub mod memory;
 pub mod metrics;
 pub mod model;

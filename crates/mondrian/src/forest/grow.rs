@@ -77,7 +77,12 @@ pub(crate) fn grow_trees<S>(
         first_tree: offset,
         weights,
     } = change;
-    let Growth { seed, bagging, .. } = growth;
+    let Growth {
+        seed,
+        bagging,
+        time_ordered,
+        ..
+    } = growth;
     let plain = weights.is_empty() && !bagging;
     let weight = move |t: usize, slot: u32, id: u64| {
         if plain {
@@ -130,8 +135,13 @@ pub(crate) fn grow_trees<S>(
             // where the per-point road below, with its interleaved descents, is faster.
             for (t, unit) in chunk.iter_mut().enumerate() {
                 let points = multiset(first_tree + t);
-                unit.tree
-                    .extend_many(points, data, &mut unit.stats, &mut unit.rng);
+                if time_ordered && unit.tree.root().is_none() {
+                    unit.tree
+                        .fit_in_time_order(points, data, &mut unit.stats, &mut unit.rng);
+                } else {
+                    unit.tree
+                        .extend_many(points, data, &mut unit.stats, &mut unit.rng);
+                }
             }
             return;
         }
@@ -140,7 +150,12 @@ pub(crate) fn grow_trees<S>(
         for (t, unit) in chunk.iter_mut().enumerate() {
             if unit.tree.root().is_none() {
                 let points = multiset(first_tree + t);
-                unit.tree.fit(points, data, &mut unit.stats, &mut unit.rng);
+                if time_ordered {
+                    unit.tree
+                        .fit_in_time_order(points, data, &mut unit.stats, &mut unit.rng);
+                } else {
+                    unit.tree.fit(points, data, &mut unit.stats, &mut unit.rng);
+                }
                 sampled[t] = true;
             }
         }

@@ -106,6 +106,10 @@ pub(crate) struct Growth {
     pub(crate) seed: u64,
     pub(crate) bagging: bool,
     pub(crate) window: Option<usize>,
+    /// Whether an empty tree is batch-sampled in split-time order
+    /// ([`MondrianTree::fit_in_time_order`]: the tree at a smaller lifetime is a prefix of
+    /// its draws) rather than depth-first.
+    pub(crate) time_ordered: bool,
 }
 
 /// What a training call changed in a forest's points, for a model's own running statistics.

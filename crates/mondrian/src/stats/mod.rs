@@ -106,7 +106,7 @@ pub trait NodeStatistics {
 
 /// Statistics that keep nothing: the partition alone (which leaf a point falls in, at which
 /// time), as the Mondrian kernel reads it. Training points carry no target (`()`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NoStats;
 
 impl NodeStatistics for NoStats {

@@ -18,6 +18,7 @@
 //! | `delete.rs` | exact deletion (projectivity) | `mondrian-polya-forest.md` §7.3 |
 //! | `descend.rs` | routing, recorded routes, branch-off paths; lockstep and prefetching | §1.2, §4 |
 //! | `check.rs` | invariants of grown and decoded trees | §1.6 |
+//! | `timed.rs` | sampling in split-time order; a tree read at a smaller lifetime | `mondrian-kernel.md` App. C |
 //!
 //! Layout: nodes are `u32` indices into the node records and, through them, the other
 //! per-tree buffers. A node's box lives in the flat buffer `bounds` at the position its
@@ -35,6 +36,7 @@ mod delete;
 mod descend;
 mod extend;
 mod sample;
+mod timed;
 
 pub use crate::stats::{NoStats, NodeStatistics};
 pub use arena::NO_NODE;

@@ -381,6 +381,7 @@ impl MondrianForestClassifier {
             seed: self.params.seed,
             bagging: self.params.bagging,
             window: self.params.window,
+            time_ordered: false,
         }
     }
 

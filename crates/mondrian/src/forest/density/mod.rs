@@ -196,6 +196,7 @@ impl MondrianPolyaForest {
             seed: self.params.seed,
             bagging: false,
             window: self.params.window,
+            time_ordered: false,
         }
     }
 

@@ -156,6 +156,7 @@ impl MondrianForestRegressor {
             seed: self.params.seed,
             bagging: self.params.bagging,
             window: self.params.window,
+            time_ordered: false,
         }
     }
 
