@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{anomaly, curve, demo, density, forest, stream};
+use commands::{anomaly, curve, demo, density, forest, kernel, stream};
 
 #[derive(Parser)]
 #[command(
@@ -78,6 +78,10 @@ enum Command {
     /// `n_out_of_domain`, `n` (test rows), `n_train`, `seconds` (fit and score), and the
     /// forest's settings.
     Density(density::DensityArgs),
+    /// The Mondrian kernel: ridge regression on its random features for the Laplace
+    /// kernel exp(−λ‖x − x′‖₁), the search of λ along one sweep, and the features as
+    /// LIBSVM rows.
+    Kernel(kernel::KernelArgs),
     /// Stream a real data set (shipped inside the binary) through an online forest and show
     /// test accuracy growing with the data seen.
     Demo,
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
         Command::Stream(args) => stream::run(&args),
         Command::Anomaly(args) => anomaly::run_command(&args),
         Command::Density(args) => density::run_command(&args),
+        Command::Kernel(args) => kernel::run_command(&args),
         Command::Demo => demo::run(),
     };
     match result {

@@ -8,6 +8,7 @@ pub(crate) mod curve;
 pub(crate) mod demo;
 pub(crate) mod density;
 pub(crate) mod forest;
+pub(crate) mod kernel;
 pub(crate) mod polya;
 pub(crate) mod regress;
 pub(crate) mod shuffle;

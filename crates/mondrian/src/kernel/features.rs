@@ -13,7 +13,7 @@ use crate::process::Feature;
 use crate::tree::{MondrianTree, NoStats, PathStep, PauseRule};
 
 /// No column: a node that is not a cell of the feature map.
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// How [`MondrianKernel::transform`] places a row the trees were not sampled on (spec §4.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -170,6 +170,7 @@ impl Csr {
 ///
 /// [`partial_fit`]: Self::partial_fit
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "super::decode::KernelState")]
 pub struct MondrianKernel {
     params: KernelParams,
     forest: Option<Forest<NoStats>>,
@@ -189,6 +190,21 @@ impl MondrianKernel {
             columns: Vec::new(),
             tree_of_column: Vec::new(),
         })
+    }
+
+    /// A map from decoded parts (checked by the caller).
+    pub(super) fn from_parts(
+        params: KernelParams,
+        forest: Option<Forest<NoStats>>,
+        columns: Vec<Vec<u32>>,
+        tree_of_column: Vec<u32>,
+    ) -> Self {
+        MondrianKernel {
+            params,
+            forest,
+            columns,
+            tree_of_column,
+        }
     }
 
     /// The parameters.
@@ -263,6 +279,11 @@ impl MondrianKernel {
                 }
             }
         }
+    }
+
+    /// Changes how rows the trees were not sampled on are placed.
+    pub fn set_extension(&mut self, extension: Extension) {
+        self.params.extension = extension;
     }
 
     /// Whether the map has been fitted.
@@ -405,4 +426,8 @@ fn row_rng(seed: u64, tree: usize, x: &[Feature]) -> Xoshiro256PlusPlus {
         h = mix64(h ^ u64::from(v.to_bits()));
     }
     Xoshiro256PlusPlus::seed_from_u64(h)
+}
+
+impl crate::persist::Persistent for MondrianKernel {
+    const KIND: &'static str = "mondrian-kernel";
 }

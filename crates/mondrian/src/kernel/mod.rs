@@ -8,8 +8,9 @@
 //! | `features.rs` | [`MondrianKernel`]: the feature map as CSR, online growth | §1.5, §4.1–4.2 |
 //! | `path.rs` | [`LifetimePath`]: the trees read at every lifetime, one event at a time | §3.1–3.2 |
 //! | `ridge.rs` | exact ridge with Cholesky updates, log-determinant, evidence | §3.3, App. B |
-//! | `sweep.rs` | ridge along the path; the choice of the lifetime | §3.3, E4 |
-//! | `learners.rs` | [`MondrianKernelRidge`], its online form, the forest of §5 | §4.3, §5 |
+//! | `sweep.rs` | learners along the path: ridge, SGD, the forest of §5 | §3.3–3.4, §5 |
+//! | `learners.rs` | [`MondrianKernelRidge`]: batch, online, the lifetime search | §3.3, §4.3 |
+//! | `decode.rs` | checks of saved models | |
 //! | `sgd.rs` | SGD with warm starts | §3.4, §4.4 |
 //! | `bayes.rs` | the posterior over lifetimes | §3.5 |
 //!
@@ -18,16 +19,27 @@
 //! the trees at lifetime λ are, bit for bit, the trees at any Λ > λ with the later cuts
 //! removed: a sweep to Λ passes through the very features a model fitted at each λ has.
 
-// mod bayes;
+mod bayes;
+mod decode;
 mod features;
-// mod learners;
+mod learners;
 mod path;
-// mod ridge;
-// mod sgd;
-// mod sweep;
+mod ridge;
+mod sgd;
+mod sweep;
 
+pub use bayes::{
+    lifetime_posterior, log_uniform_cdf, mixture_moments, uniform_cdf, BayesError,
+    MixtureAccumulator,
+};
 pub use features::{Csr, Extension, KernelParams, MondrianKernel};
+pub use learners::{KernelRidgeParams, MondrianKernelRidge};
 pub use path::{Event, LifetimePath};
+pub use ridge::{dense_cholesky, log_marginal_likelihood, IncrementalRidge, NewColumn};
+pub use sgd::{SgdParams, SparseSgd};
+pub use sweep::{
+    profiled_log_evidence, run_sweep, Criterion, Learner, SweepPoint, SweepReport, SweepSpec,
+};
 
 /// `100·‖ŷ − y‖₂ / ‖y‖₂` on raw targets, the paper's "relative error" (spec A30).
 pub fn relative_error(predicted: &[f64], y: &[f64]) -> f64 {

@@ -1,0 +1,459 @@
+//! Learners along the lifetime path (spec `mondrian-kernel.md` §3.3–3.4, E3–E5): exact
+//! ridge updated at every event, SGD warm-started at every event, and the per-tree forest
+//! of §5, each read at chosen lifetimes.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::path::{Event, LifetimePath};
+use super::ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
+use super::sgd::{SgdParams, SparseSgd};
+use crate::error::{MondrianError, Result};
+
+/// What a sweep learns and where it reads it.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// Lifetimes at which to read the learner, increasing (each at most the kernel's).
+    pub lifetimes: Vec<f64>,
+    /// Training rows: the first `n_train` rows of the path; the others are only predicted.
+    pub n_train: usize,
+    /// Ridge regulariser δ² (1e-4 in the paper).
+    pub delta2: f64,
+    /// Targets are centred by this (the training mean by default, spec A31).
+    pub centre: Option<f64>,
+    /// The learner.
+    pub learner: Learner,
+    /// Most active features the dense ridge may hold (its factor takes 4·C² bytes).
+    pub max_features: usize,
+}
+
+/// The learner of a sweep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Learner {
+    /// Exact ridge with Cholesky updates (§3.3).
+    Ridge,
+    /// SGD, `epochs` epochs after every event (§3.4; the paper: 1), shuffled by `seed`.
+    Sgd {
+        /// Step sizes and penalty.
+        params: SgdParams,
+        /// Epochs per event.
+        epochs: usize,
+        /// Seed of the shuffles.
+        seed: u64,
+    },
+    /// The Mondrian forest of §5: each tree's leaf values `Σ y / (n + γ²)`, averaged.
+    Forest {
+        /// γ² (the reference code: δ²).
+        gamma2: f64,
+    },
+}
+
+/// How a lifetime is chosen from a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Criterion {
+    /// Lowest error on held-out rows.
+    Validation,
+    /// Highest log marginal likelihood of the training rows, the noise variance at its
+    /// maximum ([`profiled_log_evidence`]; exact ridge only).
+    Evidence,
+}
+
+/// The learner read at one lifetime.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    /// The lifetime.
+    pub lifetime: f64,
+    /// Active features C(λ).
+    pub n_features: usize,
+    /// Predictions of every row of the path (training rows first).
+    pub predictions: Vec<f64>,
+    /// Log marginal likelihood of the training rows with σ_y² = δ², σ_w² = 1 (exact ridge
+    /// only; the paper's formula in full, §3.3 and A3).
+    pub log_marginal_likelihood: Option<f64>,
+    /// Log marginal likelihood with the noise variance σ² at its maximum and the prior
+    /// `w ~ N(0, σ²/δ² I)` (exact ridge only; [`profiled_log_evidence`]): does not depend
+    /// on the targets' units, so it can choose a lifetime for targets of any scale.
+    pub log_evidence: Option<f64>,
+    /// Events taken to reach it.
+    pub events: usize,
+}
+
+/// A sweep's readings, in the order of the lifetimes asked for.
+#[derive(Debug, Clone)]
+pub struct SweepReport {
+    /// One per lifetime.
+    pub points: Vec<SweepPoint>,
+    /// The centre added back to predictions.
+    pub centre: f64,
+}
+
+/// Runs a learner along the path from lifetime 0, reading it at each of
+/// `spec.lifetimes`. `y` holds the targets of the training rows (the first `n_train` of
+/// the path). The ridge learner is exact after every event: deleting the split feature's
+/// column and appending its children's (§3.3), O(C²) per event.
+pub fn run_sweep(path: &mut LifetimePath<'_>, y: &[f64], spec: &SweepSpec) -> Result<SweepReport> {
+    check_spec(path, y, spec)?;
+    let centre = spec
+        .centre
+        .unwrap_or_else(|| y.iter().sum::<f64>() / y.len() as f64);
+    let yc: Vec<f64> = y.iter().map(|v| v - centre).collect();
+    let mut learner: Box<dyn PathLearner> = match spec.learner {
+        Learner::Ridge => Box::new(RidgeOnPath::start(path, &yc, spec)),
+        Learner::Sgd {
+            params,
+            epochs,
+            seed,
+        } => Box::new(SgdOnPath::start(
+            path,
+            &yc,
+            spec.n_train,
+            params,
+            epochs,
+            seed,
+        )),
+        Learner::Forest { gamma2 } => {
+            Box::new(ForestOnPath::start(path, &yc, spec.n_train, gamma2))
+        }
+    };
+    let mut points = Vec::with_capacity(spec.lifetimes.len());
+    let mut events = 0;
+    for &lifetime in &spec.lifetimes {
+        while path.next_time().is_some_and(|tau| tau < lifetime) {
+            let e = path.next_event().expect("an event is queued");
+            events += 1;
+            learner.on_event(&e, path)?;
+        }
+        let evidence = learner.evidence(path);
+        let mut predictions = learner.predict(path);
+        predictions.iter_mut().for_each(|p| *p += centre);
+        points.push(SweepPoint {
+            lifetime,
+            n_features: path.n_active(),
+            predictions,
+            log_marginal_likelihood: evidence.map(|e| e.0),
+            log_evidence: evidence.map(|e| e.1),
+            events,
+        });
+    }
+    Ok(SweepReport { points, centre })
+}
+
+fn check_spec(path: &LifetimePath<'_>, y: &[f64], spec: &SweepSpec) -> Result<()> {
+    let bad = |name, reason: String| Err(MondrianError::InvalidParameter { name, reason });
+    if spec.lifetimes.is_empty() {
+        return bad("lifetimes", "the sweep needs at least one lifetime".into());
+    }
+    for w in spec.lifetimes.windows(2) {
+        if w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Less) {
+            return bad("lifetimes", "lifetimes must increase".into());
+        }
+    }
+    for &l in &spec.lifetimes {
+        super::features::check_lifetime("lifetimes", l)?;
+    }
+    if spec.n_train == 0 || spec.n_train > path.n_points() || y.len() != spec.n_train {
+        return bad(
+            "n_train",
+            format!(
+                "{} training targets for {} training rows of {} on the path",
+                y.len(),
+                spec.n_train,
+                path.n_points()
+            ),
+        );
+    }
+    if !(spec.delta2 > 0.0 && spec.delta2.is_finite()) {
+        return bad(
+            "delta2",
+            format!("{} is not a finite positive number", spec.delta2),
+        );
+    }
+    Ok(())
+}
+
+/// A learner that follows the path's events.
+trait PathLearner {
+    fn on_event(&mut self, e: &Event, path: &LifetimePath<'_>) -> Result<()>;
+    /// Centred predictions of every row of the path.
+    fn predict(&mut self, path: &LifetimePath<'_>) -> Vec<f64>;
+    /// The paper's log marginal likelihood and the profiled one.
+    fn evidence(&mut self, _path: &LifetimePath<'_>) -> Option<(f64, f64)> {
+        None
+    }
+}
+
+/// `ŷ_n = Σ_m w(feature of n in tree m) / √M` for every row.
+fn predict_rows(path: &LifetimePath<'_>, weight: impl Fn(u32) -> f64) -> Vec<f64> {
+    let m = path.n_trees();
+    let scale = 1.0 / (m as f64).sqrt();
+    path.assign()
+        .chunks_exact(m)
+        .map(|row| row.iter().map(|&id| weight(id)).sum::<f64>() * scale)
+        .collect()
+}
+
+/// Exact ridge on the path (§3.3): the factor's columns in a position order, feature ids
+/// mapped to positions.
+struct RidgeOnPath {
+    ridge: IncrementalRidge,
+    yc: Vec<f64>,
+    n_train: usize,
+    /// Position of each feature id (`usize::MAX` once retired).
+    pos: Vec<usize>,
+    /// Feature id at each position.
+    ids: Vec<u32>,
+    max_features: usize,
+    /// Per position, the cross terms being gathered for a new column (reused).
+    scratch: Vec<(usize, f64)>,
+    weights: Vec<f64>,
+}
+
+impl RidgeOnPath {
+    fn start(path: &LifetimePath<'_>, yc: &[f64], spec: &SweepSpec) -> Self {
+        let m = path.n_trees();
+        let n = spec.n_train;
+        let mf = m as f64;
+        let mut ridge = IncrementalRidge::new(spec.delta2);
+        // At lifetime 0 every training point is in every root: (ΦᵀΦ)[i, j] = N/M.
+        let b = yc.iter().sum::<f64>() / mf.sqrt();
+        let crosses: Vec<Vec<(usize, f64)>> = (0..m)
+            .map(|j| (0..j).map(|i| (i, n as f64 / mf)).collect())
+            .collect();
+        let cols: Vec<NewColumn<'_>> = crosses
+            .iter()
+            .map(|c| NewColumn::new(c, n as f64 / mf, b))
+            .collect();
+        ridge.replace(None, &cols);
+        RidgeOnPath {
+            ridge,
+            yc: yc.to_vec(),
+            n_train: n,
+            pos: (0..m).collect(),
+            ids: (0..m as u32).collect(),
+            max_features: spec.max_features,
+            scratch: Vec::new(),
+            weights: Vec::new(),
+        }
+    }
+
+    /// The cross terms with the other trees' columns, the Gram diagonal and `b` of a new
+    /// feature's column, from its training points.
+    fn column(&mut self, path: &LifetimePath<'_>, id: u32, tree: usize) -> (f64, f64) {
+        let m = path.n_trees();
+        let mf = m as f64;
+        self.scratch.clear();
+        let (mut count, mut b) = (0usize, 0.0);
+        for &p in path.points_of(id) {
+            let p = p as usize;
+            if p >= self.n_train {
+                continue;
+            }
+            count += 1;
+            b += self.yc[p];
+            for (t, &other) in path.assign()[p * m..(p + 1) * m].iter().enumerate() {
+                if t != tree {
+                    self.scratch.push((self.pos[other as usize], 1.0 / mf));
+                }
+            }
+        }
+        (count as f64 / mf, b / mf.sqrt())
+    }
+}
+
+impl PathLearner for RidgeOnPath {
+    fn on_event(&mut self, e: &Event, path: &LifetimePath<'_>) -> Result<()> {
+        if self.ids.len() + 1 > self.max_features {
+            return Err(MondrianError::InvalidParameter {
+                name: "max_features",
+                reason: format!(
+                    "the exact ridge would hold more than {} features (its factor grows as \
+                     C²); lower the largest lifetime or the trees, or raise max_features",
+                    self.max_features
+                ),
+            });
+        }
+        let p = self.pos[e.parent as usize];
+        // Positions after p move down by one once it is removed.
+        self.ids.remove(p);
+        for (q, &id) in self.ids.iter().enumerate().skip(p) {
+            self.pos[id as usize] = q;
+        }
+        self.pos[e.parent as usize] = usize::MAX;
+        self.pos.resize(path.n_ids(), usize::MAX);
+        // The new columns' positions: the end, left then right (their cross term is 0:
+        // one tree's cells are disjoint).
+        let n_mid = self.ids.len();
+        self.pos[e.left as usize] = n_mid;
+        self.pos[e.right as usize] = n_mid + 1;
+        let (gl, bl) = self.column(path, e.left, e.tree);
+        let left_cross = std::mem::take(&mut self.scratch);
+        let (gr, br) = self.column(path, e.right, e.tree);
+        let right_cross = std::mem::take(&mut self.scratch);
+        self.ridge.replace(
+            Some(p),
+            &[
+                NewColumn::new(&left_cross, gl, bl),
+                NewColumn::new(&right_cross, gr, br),
+            ],
+        );
+        self.scratch = left_cross;
+        self.ids.extend([e.left, e.right]);
+        Ok(())
+    }
+
+    fn predict(&mut self, path: &LifetimePath<'_>) -> Vec<f64> {
+        self.ridge.weights_into(&mut self.weights);
+        let (w, pos) = (&self.weights, &self.pos);
+        predict_rows(path, |id| w[pos[id as usize]])
+    }
+
+    fn evidence(&mut self, path: &LifetimePath<'_>) -> Option<(f64, f64)> {
+        let predictions = self.predict(path);
+        let rss: f64 = self.yc[..self.n_train]
+            .iter()
+            .zip(&predictions)
+            .map(|(y, p)| (y - p) * (y - p))
+            .sum();
+        let w2: f64 = self.weights.iter().map(|w| w * w).sum();
+        let (log_det, c, n, d2) = (
+            self.ridge.log_det(),
+            self.ids.len(),
+            self.n_train,
+            self.ridge.delta2(),
+        );
+        Some((
+            log_marginal_likelihood(rss, w2, log_det, c, n, d2),
+            profiled_log_evidence(rss, w2, log_det, c, n, d2),
+        ))
+    }
+}
+
+/// SGD on the path (§3.4): at each event the split feature's weight goes to both children
+/// (predictions unchanged), then `epochs` shuffled epochs over the training rows.
+struct SgdOnPath {
+    sgd: SparseSgd,
+    yc: Vec<f64>,
+    n_train: usize,
+    epochs: usize,
+    order: Vec<u32>,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl SgdOnPath {
+    fn start(
+        path: &LifetimePath<'_>,
+        yc: &[f64],
+        n_train: usize,
+        params: SgdParams,
+        epochs: usize,
+        seed: u64,
+    ) -> Self {
+        let mut sgd = SparseSgd::new(params, path.n_trees());
+        sgd.ensure_len(path.n_trees());
+        let mut s = SgdOnPath {
+            sgd,
+            yc: yc.to_vec(),
+            n_train,
+            epochs,
+            order: (0..n_train as u32).collect(),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        };
+        s.train(path);
+        s
+    }
+
+    fn train(&mut self, path: &LifetimePath<'_>) {
+        let rows = &path.assign()[..self.n_train * path.n_trees()];
+        for _ in 0..self.epochs {
+            self.order.shuffle(&mut self.rng);
+            self.sgd.epoch(rows, &self.yc, &self.order);
+        }
+    }
+}
+
+impl PathLearner for SgdOnPath {
+    fn on_event(&mut self, e: &Event, path: &LifetimePath<'_>) -> Result<()> {
+        self.sgd
+            .split(e.parent as usize, e.left as usize, e.right as usize);
+        self.train(path);
+        Ok(())
+    }
+
+    fn predict(&mut self, path: &LifetimePath<'_>) -> Vec<f64> {
+        let w = self.sgd.weights();
+        predict_rows(path, |id| w.get(id as usize).copied().unwrap_or(0.0))
+    }
+}
+
+/// The forest of §5: per tree, each cell's value `Σ y / (n + γ²)` over its training rows;
+/// a row's prediction is the mean of its cells' values. Only the split tree's two new
+/// cells change at an event.
+struct ForestOnPath {
+    values: Vec<f64>,
+    yc: Vec<f64>,
+    n_train: usize,
+    gamma2: f64,
+}
+
+impl ForestOnPath {
+    fn start(path: &LifetimePath<'_>, yc: &[f64], n_train: usize, gamma2: f64) -> Self {
+        let root = yc.iter().sum::<f64>() / (n_train as f64 + gamma2);
+        ForestOnPath {
+            values: vec![root; path.n_trees()],
+            yc: yc.to_vec(),
+            n_train,
+            gamma2,
+        }
+    }
+
+    fn value(&self, path: &LifetimePath<'_>, id: u32) -> f64 {
+        let (mut n, mut s) = (0usize, 0.0);
+        for &p in path.points_of(id) {
+            if (p as usize) < self.n_train {
+                n += 1;
+                s += self.yc[p as usize];
+            }
+        }
+        s / (n as f64 + self.gamma2)
+    }
+}
+
+impl PathLearner for ForestOnPath {
+    fn on_event(&mut self, e: &Event, path: &LifetimePath<'_>) -> Result<()> {
+        self.values.resize(path.n_ids(), 0.0);
+        self.values[e.left as usize] = self.value(path, e.left);
+        self.values[e.right as usize] = self.value(path, e.right);
+        self.values[e.parent as usize] = 0.0;
+        Ok(())
+    }
+
+    fn predict(&mut self, path: &LifetimePath<'_>) -> Vec<f64> {
+        // Leaf values are per-tree predictions: the mean over trees is Σ_m v / M, i.e.
+        // predict_rows' Σ/√M with v/√M.
+        let m = path.n_trees() as f64;
+        let v = &self.values;
+        predict_rows(path, |id| v[id as usize] / m.sqrt())
+    }
+}
+
+/// `ln p(y)` of Bayesian ridge regression with noise variance σ² and prior
+/// `w ~ N(0, σ²/δ² I)`, at the σ² that maximises it, `σ̂² = Q/N` with
+/// `Q = ‖y − Φŵ‖² + δ²‖ŵ‖²`:
+/// `−(N/2)(ln 2π + ln σ̂² + 1) − ½ ln det A + (C/2) ln δ²`.
+/// Derivation: `y ~ N(0, (σ²/δ²)(ΦΦᵀ + δ²I_N))`, `det(ΦΦᵀ + δ²I_N) = δ^{2(N−C)} det A`
+/// (Sylvester) and `yᵀ(ΦΦᵀ + δ²I_N)⁻¹y = Q/δ²`; at σ² = δ² it is the paper's formula
+/// ([`log_marginal_likelihood`]).
+pub fn profiled_log_evidence(
+    rss: f64,
+    w_norm2: f64,
+    log_det: f64,
+    n_cols: usize,
+    n_rows: usize,
+    delta2: f64,
+) -> f64 {
+    let n = n_rows as f64;
+    let q = (rss + delta2 * w_norm2).max(f64::MIN_POSITIVE);
+    -0.5 * n * ((2.0 * std::f64::consts::PI).ln() + (q / n).ln() + 1.0) - 0.5 * log_det
+        + 0.5 * n_cols as f64 * delta2.ln()
+}
