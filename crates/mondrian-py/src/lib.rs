@@ -448,6 +448,7 @@ macro_rules! file_methods {
 
 mod classifier;
 mod density;
+mod kernel;
 mod regressor;
 
 /// What `load_any` returns: the kind ("classifier", "regressor" or "polya"), the core, the label
@@ -497,6 +498,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<classifier::ClassifierCore>()?;
     m.add_class::<regressor::RegressorCore>()?;
     m.add_class::<density::PolyaCore>()?;
+    m.add_class::<kernel::KernelFeaturesCore>()?;
+    m.add_class::<kernel::KernelRidgeCore>()?;
+    m.add_function(wrap_pyfunction!(kernel::kernel_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -240,12 +240,13 @@ fn the_sweep_is_bit_identical_to_sampling_at_each_lifetime() {
                 }
             }
             for i in 0..n {
-                let leaf = tree.leaf_of(
-                    &x[i * d..(i + 1) * d]
-                        .iter()
-                        .map(|&v| v as Feature)
-                        .collect::<Vec<_>>(),
-                );
+                let xi: Vec<Feature> = x[i * d..(i + 1) * d]
+                    .iter()
+                    .map(|&v| v as Feature)
+                    .collect();
+                let leaf = tree.leaf_of(&xi);
+                // The tree at Λ read at λ holds the point in the same cell.
+                assert_eq!(full.cell_at(&xi, lambda), leaf);
                 let id = path.assign()[i * m + t];
                 assert_eq!(
                     path.node_of(id),

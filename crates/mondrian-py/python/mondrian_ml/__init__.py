@@ -2,12 +2,19 @@
 
 >>> from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor, load
 >>> from mondrian_ml import MondrianPolyaForest
+>>> from mondrian_ml import MondrianKernelFeatures, MondrianKernelRidge, MondrianKernelRidgeCV
 
 river's own base classes are in :mod:`mondrian_ml.river` (which imports river).
 """
 
 from ._classifier import MondrianForestClassifier
 from ._core import __version__
+from ._kernel import (
+    MondrianKernelFeatures,
+    MondrianKernelRidge,
+    MondrianKernelRidgeCV,
+    kernel_sweep,
+)
 from ._load import load
 from ._polya import MondrianPolyaForest
 from ._regressor import MondrianForestRegressor
@@ -15,7 +22,11 @@ from ._regressor import MondrianForestRegressor
 __all__ = [
     "MondrianForestClassifier",
     "MondrianForestRegressor",
+    "MondrianKernelFeatures",
+    "MondrianKernelRidge",
+    "MondrianKernelRidgeCV",
     "MondrianPolyaForest",
     "__version__",
+    "kernel_sweep",
     "load",
 ]

@@ -454,15 +454,16 @@ impl MondrianKernelRidge {
                         reason: format!("{validation_fraction} is not in (0, 1)"),
                     });
                 }
+                if n < 2 {
+                    return Err(MondrianError::EmptyData(concat!(
+                        "validation needs at least two rows (one to train, one to score), ",
+                        "not 1 sample"
+                    )));
+                }
                 ((n as f64 * validation_fraction).round() as usize).clamp(1, n - 1)
             }
             Criterion::Evidence => 0,
         };
-        if n < 2 && n_val > 0 {
-            return Err(MondrianError::EmptyData(
-                "validation needs at least two rows",
-            ));
-        }
         // Training rows first, then the held-out ones: the path's training prefix.
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(

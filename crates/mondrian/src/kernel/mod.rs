@@ -8,6 +8,7 @@
 //! | `features.rs` | [`MondrianKernel`]: the feature map as CSR, online growth | §1.5, §4.1–4.2 |
 //! | `path.rs` | [`LifetimePath`]: the trees read at every lifetime, one event at a time | §3.1–3.2 |
 //! | `ridge.rs` | exact ridge with Cholesky updates, log-determinant, evidence | §3.3, App. B |
+//! | `dense.rs` | one dense Cholesky factorisation (the E4 reference, a test oracle) | E4 |
 //! | `sweep.rs` | learners along the path: ridge, SGD, the forest of §5 | §3.3–3.4, §5 |
 //! | `learners.rs` | [`MondrianKernelRidge`]: batch, online, the lifetime search | §3.3, §4.3 |
 //! | `decode.rs` | checks of saved models | |
@@ -21,6 +22,7 @@
 
 mod bayes;
 mod decode;
+mod dense;
 mod features;
 mod learners;
 mod path;
@@ -32,10 +34,11 @@ pub use bayes::{
     lifetime_posterior, log_uniform_cdf, mixture_moments, uniform_cdf, BayesError,
     MixtureAccumulator,
 };
+pub use dense::dense_cholesky;
 pub use features::{Csr, Extension, KernelParams, MondrianKernel};
 pub use learners::{KernelRidgeParams, MondrianKernelRidge};
 pub use path::{Event, LifetimePath};
-pub use ridge::{dense_cholesky, log_marginal_likelihood, IncrementalRidge, NewColumn};
+pub use ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
 pub use sgd::{SgdParams, SparseSgd};
 pub use sweep::{
     profiled_log_evidence, run_sweep, Criterion, Learner, SweepPoint, SweepReport, SweepSpec,

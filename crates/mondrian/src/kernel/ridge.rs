@@ -21,7 +21,7 @@ fn row_start(i: usize) -> usize {
 
 /// Dot product with eight independent partial sums (fixed order, so results are reproducible).
 #[inline]
-fn dot(x: &[f64], y: &[f64]) -> f64 {
+pub(super) fn dot(x: &[f64], y: &[f64]) -> f64 {
     let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
     let tail: f64 = xc
         .remainder()
@@ -428,90 +428,6 @@ pub fn log_marginal_likelihood(
         - 0.5 * n_rows as f64 * (ln_d2 + (2.0 * std::f64::consts::PI).ln())
 }
 
-/// Dense Cholesky factor (lower, row-major n×n, upper part zero) of a symmetric
-/// positive-definite row-major matrix, reading only its lower triangle; `None` if a pivot is
-/// not positive. Blocked left-looking by row panels so that the O(n³) part runs out of
-/// cache: the reference "one dense factorisation" of the E4 gate (spec §6.3) and a test oracle.
-pub fn dense_cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
-    assert_eq!(a.len(), n * n, "dense_cholesky: matrix must be n×n");
-    const NB: usize = 48;
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        l[i * n..i * n + i + 1].copy_from_slice(&a[i * n..i * n + i + 1]);
-    }
-    for i0 in (0..n).step_by(NB) {
-        let i1 = (i0 + NB).min(n);
-        for j0 in (0..=i0).step_by(NB) {
-            let j1 = (j0 + NB).min(n);
-            panel_update(&mut l, n, i0..i1, j0..j1);
-            for i in i0..i1 {
-                for j in j0..j1.min(i + 1) {
-                    let s =
-                        l[i * n + j] - dot(&l[i * n + j0..i * n + j], &l[j * n + j0..j * n + j]);
-                    if i == j {
-                        if s.is_nan() || s <= 0.0 {
-                            return None;
-                        }
-                        l[i * n + i] = s.sqrt();
-                    } else {
-                        l[i * n + j] = s / l[j * n + j];
-                    }
-                }
-            }
-        }
-    }
-    Some(l)
-}
-
-/// `L[I, J] −= L[I, ..j0] L[J, ..j0]ᵀ` (only `j ≤ i`), `j0 = J.start`, in a 2×2 register
-/// tile over inner-dimension chunks that keep both row panels in L1/L2 (`KB`, `NB` are
-/// multiples of 4).
-fn panel_update(l: &mut [f64], n: usize, rows: Range<usize>, cols: Range<usize>) {
-    const KB: usize = 512;
-    let kend = cols.start;
-    for k0 in (0..kend).step_by(KB) {
-        let k1 = (k0 + KB).min(kend);
-        for i in rows.clone().step_by(2) {
-            let i_hi = (i + 1).min(rows.end - 1);
-            for j in cols.clone().step_by(2).take_while(|&j| j <= i_hi) {
-                let j_hi = (j + 1).min(cols.end - 1);
-                let x0 = &l[i * n + k0..i * n + k1];
-                let x1 = &l[i_hi * n + k0..i_hi * n + k1];
-                let y0 = &l[j * n + k0..j * n + k1];
-                let y1 = &l[j_hi * n + k0..j_hi * n + k1];
-                let t = tile_2x2(x0, x1, y0, y1);
-                for (di, dj, v) in [(0, 0, t[0]), (0, 1, t[1]), (1, 0, t[2]), (1, 1, t[3])] {
-                    let (ii, jj) = (i + di, j + dj);
-                    if ii <= i_hi && jj <= j_hi && jj <= ii {
-                        l[ii * n + jj] -= v;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Four dot products `x_a · y_b` sharing loads, four lanes each. Lengths are multiples of 4
-/// (block and chunk sizes are), so there is no remainder.
-#[inline]
-fn tile_2x2(x0: &[f64], x1: &[f64], y0: &[f64], y1: &[f64]) -> [f64; 4] {
-    debug_assert_eq!(x0.len() % 4, 0);
-    let mut acc = [[0.0; 4]; 4];
-    let (x, y) = (
-        x0.chunks_exact(4).zip(x1.chunks_exact(4)),
-        y0.chunks_exact(4),
-    );
-    for ((a0, a1), (b0, b1)) in x.zip(y.zip(y1.chunks_exact(4))) {
-        for k in 0..4 {
-            acc[0][k] += a0[k] * b0[k];
-            acc[1][k] += a0[k] * b1[k];
-            acc[2][k] += a1[k] * b0[k];
-            acc[3][k] += a1[k] * b1[k];
-        }
-    }
-    acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,30 +715,5 @@ mod tests {
         r.append(&[5.0], 0.0, 0.0); // inconsistent input forces the clamp
         assert_eq!(r.clamped(), 1);
         assert!(r.log_det().is_finite());
-    }
-
-    #[test]
-    fn dense_cholesky_matches_textbook() {
-        let mut rng = Rng(3);
-        for n in [1usize, 2, 7, 48, 49, 97, 150] {
-            let g: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
-            let mut a = vec![0.0; n * n];
-            for i in 0..n {
-                for j in 0..n {
-                    a[i * n + j] = (0..n).map(|k| g[i * n + k] * g[j * n + k]).sum::<f64>();
-                }
-                a[i * n + i] += 0.1;
-            }
-            let l = dense_cholesky(&a, n).unwrap();
-            // L Lᵀ reproduces A, and the upper triangle is zero.
-            for i in 0..n {
-                for j in 0..n {
-                    let llt: f64 = (0..n).map(|k| l[i * n + k] * l[j * n + k]).sum();
-                    assert!((llt - a[i * n + j]).abs() <= 1e-10 * a[i * n + i].max(1.0));
-                    assert!(j <= i || l[i * n + j] == 0.0);
-                }
-            }
-        }
-        assert!(dense_cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
     }
 }
