@@ -136,6 +136,9 @@ impl KernelFeaturesCore {
 
 file_methods!(KernelFeaturesCore, MondrianKernel);
 
+/// Predictive means and standard deviations.
+type MeanStd<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// The Rust ridge regression on Mondrian kernel features.
 #[pyclass(module = "mondrian_ml._core")]
 pub(crate) struct KernelRidgeCore {
@@ -242,7 +245,7 @@ impl KernelRidgeCore {
         &mut self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    ) -> PyResult<MeanStd<'py>> {
         let model = &mut self.inner;
         let (m, s) = with_features(x, &self.last_input_address, |f, _, d| {
             each_precision!(f, v => py.detach(|| model.predict_with_std(v, d))).map_err(py_err)
