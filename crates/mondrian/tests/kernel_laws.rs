@@ -395,3 +395,126 @@ fn bad_input_is_refused() {
         Err(MondrianError::WidthMismatch { .. })
     ));
 }
+
+/// T16 on the E1 setup (100 uniform points in [0, 1]², λ = 10): (a) the mean over pairs of
+/// `M(k_M − k)²` has expectation exactly the mean of `p(1 − p)` (each pair's count is
+/// Binomial), z-tested over 40 kernels of M = 10; (b) the mean over pairs of `|k_M − k|`
+/// decays like `M^{−1/2}`: the log-log slope over M = 5…500 lies in [−0.55, −0.38] (the
+/// exact binomial computation gives −0.46); (c) the largest error at M = 50, averaged
+/// over 5 kernels, lies in the E1 band [0.14, 0.26].
+#[test]
+fn k_m_converges_to_the_laplace_kernel_at_the_binomial_rate() {
+    let (n, d, lambda) = (100, 2, 10.0);
+    let x = uniform(n, d, 30);
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .collect();
+    let exact: Vec<f64> = pairs
+        .iter()
+        .map(|&(i, j)| (-lambda * l1(&x, d, i, j)).exp())
+        .collect();
+    let errors = |m: usize, seed: u64| -> Vec<f64> {
+        let mut k = kernel(m, lambda, seed);
+        k.fit(&x, d).unwrap();
+        let phi = k.transform(&x, d).unwrap();
+        pairs
+            .iter()
+            .zip(&exact)
+            .map(|(&(i, j), &p)| phi.dot(i, j) - p)
+            .collect()
+    };
+    let mut family = Family::new("k_M -> k");
+    let mean_pq = exact.iter().map(|p| p * (1.0 - p)).sum::<f64>() / exact.len() as f64;
+    let scaled: Vec<f64> = (0..40)
+        .map(|r| {
+            let e = errors(10, 500 + r);
+            10.0 * e.iter().map(|v| v * v).sum::<f64>() / e.len() as f64
+        })
+        .collect();
+    family.push(
+        format!("E[M(k_M − k)²] = {mean_pq:.4}"),
+        z_test(&scaled, mean_pq),
+    );
+    family.assert();
+    let ms = [5usize, 20, 100, 500];
+    let mean_abs: Vec<f64> = ms
+        .iter()
+        .map(|&m| {
+            let e = errors(m, 700 + m as u64);
+            e.iter().map(|v| v.abs()).sum::<f64>() / e.len() as f64
+        })
+        .collect();
+    let lx: Vec<f64> = ms.iter().map(|&m| (m as f64).ln()).collect();
+    let ly: Vec<f64> = mean_abs.iter().map(|v| v.ln()).collect();
+    let (mx, my) = (lx.iter().sum::<f64>() / 4.0, ly.iter().sum::<f64>() / 4.0);
+    let slope = lx
+        .iter()
+        .zip(&ly)
+        .map(|(a, b)| (a - mx) * (b - my))
+        .sum::<f64>()
+        / lx.iter().map(|a| (a - mx) * (a - mx)).sum::<f64>();
+    assert!(
+        (-0.55..=-0.38).contains(&slope),
+        "slope {slope}, mean |error| {mean_abs:?}"
+    );
+    let max50: f64 = (0..5)
+        .map(|r| {
+            errors(50, 900 + r)
+                .iter()
+                .fold(0.0f64, |a, v| a.max(v.abs()))
+        })
+        .sum::<f64>()
+        / 5.0;
+    assert!(
+        (0.14..=0.26).contains(&max50),
+        "max error at M = 50: {max50}"
+    );
+}
+
+/// T18, the limits: duplicate rows are never separated; a constant column is never cut; at
+/// a lifetime so small that no tree cuts, every row has the M root features and ridge
+/// predicts the training mean.
+#[test]
+fn limits_duplicates_constant_columns_and_tiny_lifetimes() {
+    let (n, d, m) = (60, 3, 20);
+    let mut x = uniform(n, d, 31);
+    for i in 0..n {
+        x[i * d + 1] = 0.5; // a constant column
+    }
+    x.extend_from_slice(&x[..5 * d].to_vec()); // rows 60..65 repeat rows 0..5
+    let mut k = kernel(m, 8.0, 32);
+    k.fit(&x, d).unwrap();
+    let phi = k.transform(&x, d).unwrap();
+    for i in 0..5 {
+        assert_eq!(phi.row(i), phi.row(n + i), "duplicates were separated");
+    }
+    for tree in k.trees() {
+        for j in tree.subtree_preorder(tree.root().unwrap()) {
+            if tree.children(j).is_some() {
+                assert_ne!(tree.split_dimension(j), 1, "a constant column was cut");
+            }
+        }
+    }
+    let y: Vec<f64> = (0..n + 5).map(|i| x[i * d] * 3.0 + 1.0).collect();
+    let mut model =
+        mondrian::kernel::MondrianKernelRidge::new(mondrian::kernel::KernelRidgeParams {
+            kernel: KernelParams {
+                n_trees: m,
+                lifetime: 1e-12,
+                seed: 33,
+                n_threads: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap();
+    model.fit(&x, d, &y).unwrap();
+    assert_eq!(model.n_features_out(), m);
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    for p in model.predict(&x, d).unwrap() {
+        assert!(
+            (p - mean).abs() < 1e-9 * mean.abs(),
+            "{p} vs the mean {mean}"
+        );
+    }
+}
