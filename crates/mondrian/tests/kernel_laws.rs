@@ -481,7 +481,7 @@ fn limits_duplicates_constant_columns_and_tiny_lifetimes() {
     for i in 0..n {
         x[i * d + 1] = 0.5; // a constant column
     }
-    x.extend_from_slice(&x[..5 * d].to_vec()); // rows 60..65 repeat rows 0..5
+    x.extend_from_within(..5 * d); // rows 60..65 repeat rows 0..5
     let mut k = kernel(m, 8.0, 32);
     k.fit(&x, d).unwrap();
     let phi = k.transform(&x, d).unwrap();
