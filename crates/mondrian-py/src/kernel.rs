@@ -6,8 +6,8 @@
 use std::sync::atomic::AtomicUsize;
 
 use mondrian::kernel::{
-    run_sweep, Criterion, Csr, Extension, KernelParams, KernelRidgeParams, Learner, LifetimePath,
-    MondrianKernel, MondrianKernelRidge, SgdParams, SweepSpec,
+    run_sweep, Averaging, Criterion, Csr, Extension, KernelParams, KernelRidgeParams, Learner,
+    LifetimePath, LifetimePrior, MondrianKernel, MondrianKernelRidge, SgdParams, SweepSpec,
 };
 use mondrian::{MondrianError, Persistent};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
@@ -369,15 +369,24 @@ fn py_err_contiguous(_: numpy::AsSliceError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err("y must be a contiguous float64 array")
 }
 
+/// The posterior average of `kernel_sweep`: means, variances, log evidence, intervals.
+type AveragedArrays<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    f64,
+    usize,
+);
+
 /// What `kernel_sweep` returns: active features per lifetime, predictions
 /// (lifetimes × rows), the paper's and the profiled log evidence (NaN off the ridge
-/// learner), and the events taken.
+/// learner), the events taken, and the lifetime average if asked for.
 type SweepArrays<'py> = (
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<u64>>,
+    Option<AveragedArrays<'py>>,
 );
 
 /// Samples M trees to the largest lifetime on every row of `x` (training rows first) and
@@ -388,7 +397,8 @@ type SweepArrays<'py> = (
 #[pyo3(signature = (
     x, y_train, lifetimes, n_trees = 50, learner = "ridge", delta2 = 1e-4, seed = 0,
     n_threads = 1, epochs = 1, alpha = 1e-4, eta0 = 0.01, power_t = 0.25,
-    l1_ratio_quirk = 0.15, max_features = 8192,
+    l1_ratio_quirk = 0.15, max_features = 8192, average = None, average_lo = None,
+    profiled = true,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn kernel_sweep<'py>(
@@ -407,7 +417,24 @@ pub(crate) fn kernel_sweep<'py>(
     power_t: f64,
     l1_ratio_quirk: f64,
     max_features: usize,
+    average: Option<&str>,
+    average_lo: Option<f64>,
+    profiled: bool,
 ) -> PyResult<SweepArrays<'py>> {
+    let average = match (average, average_lo) {
+        (None, _) => None,
+        (Some("uniform"), _) => Some(LifetimePrior::Uniform),
+        (Some("log_uniform"), Some(lo)) => Some(LifetimePrior::LogUniform { lo }),
+        (Some(other), _) => {
+            return Err(py_err(MondrianError::InvalidParameter {
+                name: "average",
+                reason: format!(
+                    "`{other}` is not `uniform` or `log_uniform` (which needs average_lo)"
+                ),
+            }))
+        }
+    }
+    .map(|prior| Averaging { prior, profiled });
     let learner = match learner {
         "ridge" => Learner::Ridge,
         "sgd" => Learner::Sgd {
@@ -448,6 +475,7 @@ pub(crate) fn kernel_sweep<'py>(
                     centre: None,
                     learner,
                     max_features,
+                    average,
                 },
             )
         })
@@ -467,6 +495,14 @@ pub(crate) fn kernel_sweep<'py>(
         .iter()
         .map(|p| p.log_evidence.unwrap_or(f64::NAN))
         .collect();
+    let averaged = report.average.map(|a| {
+        (
+            a.predictions.into_pyarray(py),
+            a.variances.into_pyarray(py),
+            a.log_evidence,
+            a.intervals,
+        )
+    });
     let preds: Vec<f64> = report
         .points
         .into_iter()
@@ -478,5 +514,6 @@ pub(crate) fn kernel_sweep<'py>(
         lml.into_pyarray(py),
         lev.into_pyarray(py),
         events.into_pyarray(py),
+        averaged,
     ))
 }

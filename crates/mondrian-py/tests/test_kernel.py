@@ -115,6 +115,12 @@ def test_kernel_sweep_learners(wave):
     assert np.isnan(sgd["log_evidence"]).all()
     np.testing.assert_array_equal(sgd["n_features"], ridge["n_features"])
     np.testing.assert_array_equal(forest["events"], ridge["events"])
+    avg = kernel_sweep(
+        allx, y, grid, n_trees=10, alpha=1e-3, random_state=0, average="log_uniform", average_lo=0.1
+    )["average"]
+    assert avg["predictions"].shape == (400,) and (avg["variances"] > 0).all()
+    assert np.isfinite(avg["log_evidence"]) and avg["intervals"] == ridge["events"][-1] + 1
+    assert np.sqrt(np.mean((avg["predictions"][300:] - yt) ** 2)) < 0.3
     # Read at the same lifetime, the sweep's ridge is the transductive fit.
     err = np.sqrt(np.mean((ridge["predictions"][-1, 300:] - yt) ** 2))
     assert err < 0.3

@@ -74,6 +74,7 @@ fn main() {
         centre: None,
         learner: Learner::Ridge,
         max_features: 1 << 20,
+        average: None,
     };
     let t = Instant::now();
     let mut path = LifetimePath::new(&kernel).unwrap();

@@ -141,6 +141,7 @@ fn the_ridge_sweep_equals_dense_solves_and_the_evidence_its_gaussian() {
         centre: None,
         learner: Learner::Ridge,
         max_features: 100_000,
+        average: None,
     };
     let mut path = LifetimePath::new(&k).unwrap();
     let report = run_sweep(&mut path, &y[..n_train], &spec).unwrap();
@@ -215,6 +216,7 @@ fn one_tree_kernel_ridge_is_the_forest() {
                 centre: None,
                 learner,
                 max_features: 100_000,
+                average: None,
             };
             let mut path = LifetimePath::new(&k).unwrap();
             run_sweep(&mut path, &y, &spec).unwrap()
@@ -313,6 +315,7 @@ fn the_lifetime_search_returns_the_direct_fit_at_its_choice() {
         centre: None,
         learner: Learner::Ridge,
         max_features: 100_000,
+        average: None,
     };
     let report = run_sweep(&mut path, &y[..n_train], &spec).unwrap();
     for (point, &l) in report.points.iter().zip(&grid) {
@@ -398,4 +401,76 @@ fn models_round_trip_and_bad_files_are_refused() {
             ..
         })
     ));
+}
+
+/// T17 along a sweep (§3.5): the lifetime average equals the mixture computed by hand from
+/// the ridge read once inside every interval [τ_c, τ_{c+1}) between events, with weights
+/// `exp(L_c)·(F(τ_{c+1}) − F(τ_c))` normalised by log-sum-exp, for the paper's evidence and
+/// the profiled one, under a log-uniform prior; its log evidence is `ln Σ` of those weights.
+#[test]
+fn lifetime_averaging_is_the_posterior_mixture_of_the_intervals() {
+    use mondrian::kernel::{Averaging, LifetimePrior};
+    let (n, n_train, d, m) = (50, 40, 2, 3);
+    let (x, y) = data(n, d, 14);
+    let terminal = 6.0;
+    let mut k = MondrianKernel::new(ridge_params(m, terminal, 15).kernel).unwrap();
+    k.fit(&x, d).unwrap();
+    // Every event time up to Λ, then one reading inside each interval.
+    let mut walk = LifetimePath::new(&k).unwrap();
+    let mut taus = vec![0.0];
+    while let Some(t) = walk.next_time().filter(|&t| t < terminal) {
+        walk.next_event();
+        taus.push(t);
+    }
+    taus.push(terminal);
+    let inside: Vec<f64> = taus.windows(2).map(|w| 0.5 * (w[0] + w[1])).collect();
+    let lo = 0.05;
+    let cdf = |t: f64| ((t / lo).ln() / (terminal / lo).ln()).clamp(0.0, 1.0);
+    for profiled in [false, true] {
+        let spec = |lifetimes: Vec<f64>, average| SweepSpec {
+            lifetimes,
+            n_train,
+            delta2: DELTA2,
+            centre: None,
+            learner: Learner::Ridge,
+            max_features: 100_000,
+            average,
+        };
+        let mut path = LifetimePath::new(&k).unwrap();
+        let readings = run_sweep(&mut path, &y[..n_train], &spec(inside.clone(), None)).unwrap();
+        let mut path = LifetimePath::new(&k).unwrap();
+        let avg = Averaging {
+            prior: LifetimePrior::LogUniform { lo },
+            profiled,
+        };
+        let averaged = run_sweep(&mut path, &y[..n_train], &spec(vec![terminal], Some(avg)))
+            .unwrap()
+            .average
+            .unwrap();
+        assert_eq!(averaged.intervals, taus.len() - 1);
+        let logw: Vec<f64> = readings
+            .points
+            .iter()
+            .zip(taus.windows(2))
+            .map(|(p, w)| {
+                let l = match profiled {
+                    true => p.log_evidence.unwrap(),
+                    false => p.log_marginal_likelihood.unwrap(),
+                };
+                l + (cdf(w[1]) - cdf(w[0])).ln()
+            })
+            .collect();
+        let top = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = logw.iter().map(|l| (l - top).exp()).sum();
+        assert!(close(averaged.log_evidence, top + z.ln(), 1e-10));
+        for i in 0..n {
+            let mean: f64 = readings
+                .points
+                .iter()
+                .zip(&logw)
+                .map(|(p, l)| (l - top).exp() / z * p.predictions[i])
+                .sum();
+            assert!(close(averaged.predictions[i], mean, 1e-9), "row {i}");
+        }
+    }
 }

@@ -359,6 +359,9 @@ def kernel_sweep(
     eta0=0.01,
     power_t=0.25,
     max_features=8192,
+    average=None,
+    average_lo=None,
+    profiled=True,
 ):
     """Reads a learner at each lifetime along one sweep of Mondrian trees sampled on every
     row of ``X`` (the training rows first, ``len(y_train)`` of them; the others are only
@@ -368,13 +371,19 @@ def kernel_sweep(
     scikit-learn-style SGD after every cut, warm-started: the paper's Figs. 7–9) or
     ``"forest"`` (each tree's leaf values ``Σy/(n + alpha)``, averaged: §5).
 
+    ``average``: ``"uniform"`` or ``"log_uniform"`` (on ``[average_lo, max(lifetimes)]``)
+    also averages the exact ridge's predictions over the posterior of the lifetime (the
+    paper's Supp. B), with the evidence profiled over the noise variance (``profiled``) or
+    the paper's (noise variance ``alpha``).
+
     Returns a dict with ``n_features`` (per lifetime), ``predictions`` (lifetimes × rows),
-    ``log_marginal_likelihood`` and ``log_evidence`` (ridge only; NaN otherwise) and
-    ``events``.
+    ``log_marginal_likelihood`` and ``log_evidence`` (ridge only; NaN otherwise),
+    ``events``, and with ``average`` an ``average`` dict (``predictions``, ``variances``,
+    ``log_evidence``, ``intervals``).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     seed = _ForestCommon._seed(type("S", (), {"random_state": random_state})())
-    features, preds, lml, lev, events = _kernel_sweep(
+    features, preds, lml, lev, events, averaged = _kernel_sweep(
         X,
         _targets(y_train),
         [float(v) for v in lifetimes],
@@ -388,11 +397,20 @@ def kernel_sweep(
         eta0=float(eta0),
         power_t=float(power_t),
         max_features=int(max_features),
+        average=average,
+        average_lo=None if average_lo is None else float(average_lo),
+        profiled=bool(profiled),
     )
-    return dict(
+    out = dict(
         n_features=features,
         predictions=preds,
         log_marginal_likelihood=lml,
         log_evidence=lev,
         events=events,
     )
+    if averaged is not None:
+        means, variances, log_ev, intervals = averaged
+        out["average"] = dict(
+            predictions=means, variances=variances, log_evidence=log_ev, intervals=intervals
+        )
+    return out

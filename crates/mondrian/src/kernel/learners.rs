@@ -491,6 +491,7 @@ impl MondrianKernelRidge {
                 centre: None,
                 learner: Learner::Ridge,
                 max_features: params.max_features,
+                average: None,
             },
         )?;
         let scores: Vec<f64> = report

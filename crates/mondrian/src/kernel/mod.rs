@@ -41,7 +41,8 @@ pub use path::{Event, LifetimePath};
 pub use ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
 pub use sgd::{SgdParams, SparseSgd};
 pub use sweep::{
-    profiled_log_evidence, run_sweep, Criterion, Learner, SweepPoint, SweepReport, SweepSpec,
+    profiled_log_evidence, run_sweep, Averaged, Averaging, Criterion, Learner, LifetimePrior,
+    SweepPoint, SweepReport, SweepSpec,
 };
 
 /// `100·‖ŷ − y‖₂ / ‖y‖₂` on raw targets, the paper's "relative error" (spec A30).

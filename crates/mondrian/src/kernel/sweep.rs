@@ -6,6 +6,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::bayes::MixtureAccumulator;
 use super::path::{Event, LifetimePath};
 use super::ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
 use super::sgd::{SgdParams, SparseSgd};
@@ -26,6 +27,58 @@ pub struct SweepSpec {
     pub learner: Learner,
     /// Most active features the dense ridge may hold (its factor takes 4·C² bytes).
     pub max_features: usize,
+    /// Also average the ridge's predictions over the lifetime posterior on [0, Λ], Λ the
+    /// last lifetime read (§3.5; exact ridge only).
+    pub average: Option<Averaging>,
+}
+
+/// The prior and evidence of Bayesian lifetime averaging (spec §3.5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Averaging {
+    /// The prior on λ over [0, Λ].
+    pub prior: LifetimePrior,
+    /// `true`: the evidence with the noise variance at its maximum
+    /// ([`profiled_log_evidence`]; each component's noise variance is its σ̂²); `false`:
+    /// the paper's, σ_y² = δ² and σ_w² = 1 ([`log_marginal_likelihood`]).
+    pub profiled: bool,
+}
+
+/// A prior on the lifetime, supported on [0, Λ].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LifetimePrior {
+    /// Uniform on [0, Λ].
+    Uniform,
+    /// Log-uniform on [lo, Λ] (scale-free; no mass below lo).
+    LogUniform {
+        /// Its lower end, positive and below Λ.
+        lo: f64,
+    },
+}
+
+impl LifetimePrior {
+    fn cdf(self, terminal: f64) -> Box<dyn Fn(f64) -> f64> {
+        match self {
+            LifetimePrior::Uniform => Box::new(super::bayes::uniform_cdf(terminal)),
+            LifetimePrior::LogUniform { lo } => {
+                Box::new(super::bayes::log_uniform_cdf(lo, terminal))
+            }
+        }
+    }
+}
+
+/// Predictions averaged over the lifetime posterior (§3.5).
+#[derive(Debug, Clone)]
+pub struct Averaged {
+    /// The posterior mean of every row's prediction.
+    pub predictions: Vec<f64>,
+    /// The mixture variance of every row: the noise variance of each component plus the
+    /// spread of the components' means (the law of total variance). Each component's own
+    /// parameter uncertainty, `σ²φᵀA⁻¹φ`, is left out: it would cost O(N·M·C) per event.
+    pub variances: Vec<f64>,
+    /// `ln p(y | X)`, the log evidence of the training rows under the prior.
+    pub log_evidence: f64,
+    /// Intervals [τ_c, τ_{c+1}) of the posterior (events + 1).
+    pub intervals: usize,
 }
 
 /// The learner of a sweep.
@@ -86,6 +139,8 @@ pub struct SweepReport {
     pub points: Vec<SweepPoint>,
     /// The centre added back to predictions.
     pub centre: f64,
+    /// The posterior average, if asked for.
+    pub average: Option<Averaged>,
 }
 
 /// Runs a learner along the path from lifetime 0, reading it at each of
@@ -118,11 +173,18 @@ pub fn run_sweep(path: &mut LifetimePath<'_>, y: &[f64], spec: &SweepSpec) -> Re
     };
     let mut points = Vec::with_capacity(spec.lifetimes.len());
     let mut events = 0;
+    let terminal = *spec.lifetimes.last().expect("checked");
+    let mut average = spec
+        .average
+        .map(|a| Average::start(a, terminal, learner.as_mut(), path, spec.delta2));
     for &lifetime in &spec.lifetimes {
         while path.next_time().is_some_and(|tau| tau < lifetime) {
             let e = path.next_event().expect("an event is queued");
             events += 1;
             learner.on_event(&e, path)?;
+            if let Some(a) = average.as_mut() {
+                a.interval(e.tau, learner.as_mut(), path);
+            }
         }
         let evidence = learner.evidence(path);
         let mut predictions = learner.predict(path);
@@ -136,7 +198,90 @@ pub fn run_sweep(path: &mut LifetimePath<'_>, y: &[f64], spec: &SweepSpec) -> Re
             events,
         });
     }
-    Ok(SweepReport { points, centre })
+    let average = average.map(|a| a.finish(terminal, centre));
+    Ok(SweepReport {
+        points,
+        centre,
+        average,
+    })
+}
+
+/// The running posterior mixture: the state of interval c waits until τ_{c+1} is known.
+struct Average {
+    acc: MixtureAccumulator,
+    cdf: Box<dyn Fn(f64) -> f64>,
+    profiled: bool,
+    delta2: f64,
+    n_train: usize,
+    /// τ_c, the log evidence, the centred predictions and the noise variance of the open
+    /// interval.
+    open: (f64, f64, Vec<f64>, f64),
+    intervals: usize,
+}
+
+impl Average {
+    fn start(
+        a: Averaging,
+        terminal: f64,
+        learner: &mut dyn PathLearner,
+        path: &LifetimePath<'_>,
+        delta2: f64,
+    ) -> Self {
+        let mut avg = Average {
+            acc: MixtureAccumulator::new(path.n_points()),
+            cdf: a.prior.cdf(terminal),
+            profiled: a.profiled,
+            delta2,
+            n_train: 0,
+            open: (0.0, 0.0, Vec::new(), 0.0),
+            intervals: 0,
+        };
+        avg.open = avg.state(0.0, learner, path);
+        avg
+    }
+
+    /// The evidence, predictions and noise variance of the current state, from time `tau`.
+    fn state(
+        &mut self,
+        tau: f64,
+        learner: &mut dyn PathLearner,
+        path: &LifetimePath<'_>,
+    ) -> (f64, f64, Vec<f64>, f64) {
+        let (paper, profiled, q, n) = learner.evidence_parts(path);
+        self.n_train = n;
+        let predictions = learner.predict(path);
+        match self.profiled {
+            true => (tau, profiled, predictions, q / n as f64),
+            false => (tau, paper, predictions, self.delta2),
+        }
+    }
+
+    /// Closes the open interval at `tau` (an event) and opens the next.
+    fn interval(&mut self, tau: f64, learner: &mut dyn PathLearner, path: &LifetimePath<'_>) {
+        let next = self.state(tau, learner, path);
+        let open = std::mem::replace(&mut self.open, next);
+        self.close(open, tau);
+    }
+
+    fn close(&mut self, (start, log_ev, means, noise): (f64, f64, Vec<f64>, f64), end: f64) {
+        let mass = (self.cdf)(end) - (self.cdf)(start);
+        self.intervals += 1;
+        if mass > 0.0 {
+            let vars = vec![noise; means.len()];
+            self.acc.add(log_ev + mass.ln(), &means, &vars);
+        }
+    }
+
+    fn finish(mut self, terminal: f64, centre: f64) -> Averaged {
+        let open = std::mem::replace(&mut self.open, (0.0, 0.0, Vec::new(), 0.0));
+        self.close(open, terminal);
+        Averaged {
+            predictions: self.acc.means().iter().map(|p| p + centre).collect(),
+            variances: self.acc.variances(),
+            log_evidence: self.acc.log_total(),
+            intervals: self.intervals,
+        }
+    }
 }
 
 fn check_spec(path: &LifetimePath<'_>, y: &[f64], spec: &SweepSpec) -> Result<()> {
@@ -180,6 +325,11 @@ trait PathLearner {
     /// The paper's log marginal likelihood and the profiled one.
     fn evidence(&mut self, _path: &LifetimePath<'_>) -> Option<(f64, f64)> {
         None
+    }
+    /// The paper's and the profiled log evidence, `Q = ‖y − Φŵ‖² + δ²‖ŵ‖²` and N (exact
+    /// ridge only: the sweep refuses averaging with another learner).
+    fn evidence_parts(&mut self, _path: &LifetimePath<'_>) -> (f64, f64, f64, usize) {
+        unreachable!("averaging needs the exact ridge")
     }
 }
 
@@ -309,6 +459,11 @@ impl PathLearner for RidgeOnPath {
     }
 
     fn evidence(&mut self, path: &LifetimePath<'_>) -> Option<(f64, f64)> {
+        let (paper, profiled, _, _) = self.evidence_parts(path);
+        Some((paper, profiled))
+    }
+
+    fn evidence_parts(&mut self, path: &LifetimePath<'_>) -> (f64, f64, f64, usize) {
         let predictions = self.predict(path);
         let rss: f64 = self.yc[..self.n_train]
             .iter()
@@ -322,10 +477,12 @@ impl PathLearner for RidgeOnPath {
             self.n_train,
             self.ridge.delta2(),
         );
-        Some((
+        (
             log_marginal_likelihood(rss, w2, log_det, c, n, d2),
             profiled_log_evidence(rss, w2, log_det, c, n, d2),
-        ))
+            rss + d2 * w2,
+            n,
+        )
     }
 }
 
