@@ -1,12 +1,11 @@
 //! The lifetime path (spec `mondrian-kernel.md` §3.1–3.2): the trees of one
 //! [`MondrianKernel`] sampled to a terminal lifetime Λ, read at every lifetime below it.
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::features::{Csr, MondrianKernel};
 use crate::error::{MondrianError, Result};
-use crate::tree::MondrianTree;
+use crate::tree::{Earliest, MondrianTree};
 
 /// One cut of the sweep: at time `tau`, the cell of feature `parent` in tree `tree` splits
 /// into the cells of features `left` and `right` (spec §3.2; ids in creation order: the M
@@ -25,35 +24,9 @@ pub struct Event {
     pub right: u32,
 }
 
-/// A cut waiting in the global event heap: tree, node, time.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    tau: f64,
-    tree: u32,
-    node: u32,
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Pending {
-    /// Reversed for the max-heap: earliest first, ties on (tree, node) (spec §3.2).
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .tau
-            .total_cmp(&self.tau)
-            .then_with(|| other.tree.cmp(&self.tree))
-            .then_with(|| other.node.cmp(&self.node))
-    }
-}
+/// A cut waiting in the global event heap, keyed by (tree, node): ties go to the lower
+/// tree, then node (spec §3.2).
+type Pending = Earliest<(u32, u32), ()>;
 
 /// The feature map of a [`MondrianKernel`] at every lifetime from 0 to the kernel's own
 /// (Λ), one cut at a time, in increasing time across all trees (a global event heap).
@@ -139,8 +112,8 @@ impl<'a> LifetimePath<'a> {
             if !tree.is_leaf(root) {
                 heap.push(Pending {
                     tau: tree.split_time(root),
-                    tree: t as u32,
-                    node: root,
+                    key: (t as u32, root),
+                    value: (),
                 });
             }
             order.push(pts);
@@ -211,7 +184,11 @@ impl<'a> LifetimePath<'a> {
 
     /// Takes the next event: the cell splits, its points move to the two new features.
     pub fn next_event(&mut self) -> Option<Event> {
-        let Pending { tau, tree, node } = self.heap.pop()?;
+        let Pending {
+            tau,
+            key: (tree, node),
+            ..
+        } = self.heap.pop()?;
         let t = tree as usize;
         let tr = self.trees[t];
         let (l, r) = tr.children(node).expect("queued nodes are internal");
@@ -230,8 +207,8 @@ impl<'a> LifetimePath<'a> {
             if !tr.is_leaf(child) {
                 self.heap.push(Pending {
                     tau: tr.split_time(child),
-                    tree,
-                    node: child,
+                    key: (tree, child),
+                    value: (),
                 });
             }
         }

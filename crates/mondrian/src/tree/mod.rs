@@ -42,6 +42,7 @@ pub use crate::stats::{NoStats, NodeStatistics};
 pub use arena::NO_NODE;
 pub use boxes::SET_MIN_FEATURES;
 pub use descend::{PathStep, LOCKSTEP};
+pub(crate) use timed::Earliest;
 
 use serde::{Deserialize, Serialize};
 

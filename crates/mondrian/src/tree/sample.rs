@@ -102,20 +102,28 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
+        if self.start_fit(points.len(), stats) {
+            self.sample_block(self.root, points, 0.0, data, stats, rng);
+        }
+    }
+
+    /// Empties the tree for a batch fit on `n_points` points and, unless there are none,
+    /// makes the root; returns whether it did.
+    pub(super) fn start_fit<S: NodeStatistics>(&mut self, n_points: usize, stats: &mut S) -> bool {
         *self = MondrianTree::new(self.n_features, self.lifetime, self.pause);
         stats.resize(0);
-        if points.is_empty() {
-            return;
+        if n_points == 0 {
+            return false;
         }
         // A binary tree over n points has at most 2n − 1 nodes: reserve once instead of
         // copying the arena at every doubling. Unused capacity is never touched.
-        let max_nodes = 2 * points.len() - 1;
+        let max_nodes = 2 * n_points - 1;
         self.nodes.reserve(max_nodes);
         self.bounds.reserve(max_nodes * 2 * self.n_features);
         self.sets.reserve(max_nodes * self.set_capacity());
         stats.reserve(max_nodes);
         self.root = self.new_node(NO_NODE, stats);
-        self.sample_block(self.root, points, 0.0, data, stats, rng);
+        true
     }
 
     /// `SampleMondrianBlock` with pausing ([P] Alg. 9) on an existing node slot, iteratively,

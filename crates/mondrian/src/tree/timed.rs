@@ -17,44 +17,55 @@ use std::collections::BinaryHeap;
 use rand::Rng;
 
 use super::sample::partition_into_boxes;
-use super::{MondrianTree, NodeStatistics, TrainingPoints, NO_NODE};
+use super::{MondrianTree, NodeStatistics, TrainingPoints};
 use crate::process::{
     linear_dimension, sample_side, sample_uniform_half_open, split_time, Feature,
 };
 
-/// A cut drawn for a node, waiting for its time.
+/// A heap entry that `BinaryHeap` (a max-heap) pops earliest first: by time, then by the
+/// smaller key (ties have probability zero but must be broken the same way every run).
 #[derive(Debug, Clone, Copy)]
-struct Pending {
-    tau: f64,
-    node: u32,
-    dim: usize,
-    loc: Feature,
-    /// The node's range of the index buffer.
-    start: usize,
-    end: usize,
+pub(crate) struct Earliest<K, V> {
+    /// The time.
+    pub(crate) tau: f64,
+    /// What breaks ties.
+    pub(crate) key: K,
+    /// What the entry carries.
+    pub(crate) value: V,
 }
 
-impl PartialEq for Pending {
+impl<K: Ord, V> PartialEq for Earliest<K, V> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Pending {}
-impl PartialOrd for Pending {
+impl<K: Ord, V> Eq for Earliest<K, V> {}
+impl<K: Ord, V> PartialOrd for Earliest<K, V> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Pending {
-    /// Reversed, so that the max-heap pops the earliest cut first; ties (of probability
-    /// zero) go to the older node.
+impl<K: Ord, V> Ord for Earliest<K, V> {
     fn cmp(&self, other: &Self) -> Ordering {
         other
             .tau
             .total_cmp(&self.tau)
-            .then_with(|| other.node.cmp(&self.node))
+            .then_with(|| other.key.cmp(&self.key))
     }
 }
+
+/// A cut drawn for a node, waiting for its time: dimension, location, and the node's range
+/// of the index buffer.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    dim: usize,
+    loc: Feature,
+    start: usize,
+    end: usize,
+}
+
+/// A queued cut, keyed by its node.
+type Pending = Earliest<u32, Cut>;
 
 impl MondrianTree {
     /// Batch sampling `MT(λ, D)` on the given points in increasing split time (spec
@@ -72,16 +83,10 @@ impl MondrianTree {
         stats: &mut S,
         rng: &mut R,
     ) {
-        *self = MondrianTree::new(self.n_features, self.lifetime, self.pause);
-        stats.resize(0);
-        if points.is_empty() {
+        if !self.start_fit(points.len(), stats) {
             return;
         }
-        let max_nodes = 2 * points.len() - 1;
-        self.nodes.reserve(max_nodes);
-        stats.reserve(max_nodes);
         let mut indices = points;
-        self.root = self.new_node(NO_NODE, stats);
         self.fit_box(self.root, &indices, data);
         let mut hull = std::mem::take(&mut self.hull);
         let mut heap = BinaryHeap::new();
@@ -93,13 +98,16 @@ impl MondrianTree {
         let d = self.n_features;
         let mut child_boxes = vec![0.0; 4 * d];
         while let Some(cut) = heap.pop() {
-            let Pending {
+            let Earliest {
                 tau,
-                node: j,
-                dim,
-                loc,
-                start,
-                end,
+                key: j,
+                value:
+                    Cut {
+                        dim,
+                        loc,
+                        start,
+                        end,
+                    },
             } = cut;
             let set = &mut indices[start..end];
             let n_left = partition_into_boxes(set, dim, loc, &mut child_boxes, data);
@@ -153,13 +161,15 @@ impl MondrianTree {
             let tau = born + split_time(rng, extent);
             let dim = sample_side(rng, lower, upper, extent);
             let loc = sample_uniform_half_open(rng, lower[dim], upper[dim]);
-            cut = (tau < self.lifetime).then_some(Pending {
+            cut = (tau < self.lifetime).then_some(Earliest {
                 tau,
-                node,
-                dim,
-                loc,
-                start,
-                end,
+                key: node,
+                value: Cut {
+                    dim,
+                    loc,
+                    start,
+                    end,
+                },
             });
         }
         match cut {
