@@ -385,6 +385,12 @@ fn bad_input_is_refused() {
         k.fit(&[0.0, f64::NAN], 2),
         Err(MondrianError::NonFinite { .. })
     ));
+    // Trees that cannot fit in memory are refused before anything is allocated.
+    let mut huge = kernel(1 << 40, 1.0, 0);
+    assert!(matches!(
+        huge.fit(&[0.0, 1.0, 2.0, 3.0], 2),
+        Err(MondrianError::MemoryLimit { .. })
+    ));
     k.fit(&[0.0, 1.0, 2.0, 3.0], 2).unwrap();
     assert!(matches!(
         k.transform(&[0.0, 1.0, 2.0], 3),

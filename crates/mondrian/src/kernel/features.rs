@@ -221,6 +221,7 @@ impl MondrianKernel {
         if rows.n_rows() == 0 {
             return Err(MondrianError::EmptyData("fit needs at least one row"));
         }
+        self.check_memory(0, rows.n_rows(), n_features)?;
         let p = &self.params;
         let mut forest = Forest::new(p.n_threads);
         forest.store.start(&rows, &Scaling::Identity)?;
@@ -239,16 +240,31 @@ impl MondrianKernel {
     /// cells the new rows open get new columns. Returns how many columns were added.
     pub fn partial_fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize) -> Result<usize> {
         let growth = self.growth();
-        let Some(forest) = self.forest.as_mut() else {
+        let Some(forest) = self.forest.as_ref() else {
             self.fit(x, n_features)?;
             return Ok(self.n_features_out());
         };
         let rows = forest.store.rows(x, n_features)?;
+        self.check_memory(forest.store.len(), rows.n_rows(), n_features)?;
+        let forest = self.forest.as_mut().expect("fitted");
         let scaled = forest.store.scale(&rows)?;
         forest.learn(&scaled, &vec![(); rows.n_rows()], None, growth);
         let before = self.n_features_out();
         self.number_new_cells();
         Ok(self.n_features_out() - before)
+    }
+
+    /// Refuses, before anything grows, trees that would not fit in the machine's memory
+    /// ([`crate::memory`]): at most 2n − 1 nodes per tree and n point ids.
+    fn check_memory(&self, held: usize, n_rows: usize, n_features: usize) -> Result<()> {
+        let shape = crate::memory::ForestShape {
+            n_trees: self.params.n_trees,
+            n_points: n_rows,
+            n_features,
+            stats_bytes_per_node: 0,
+            min_samples_split: 1,
+        };
+        crate::forest::check_memory(held, shape, None, None)
     }
 
     fn growth(&self) -> Growth {
