@@ -356,6 +356,9 @@ struct RidgeOnPath {
     max_features: usize,
     /// Per position, the cross terms being gathered for a new column (reused).
     scratch: Vec<(usize, f64)>,
+    /// Shared training points per position, and the positions with any (reused).
+    counts: Vec<u32>,
+    touched: Vec<usize>,
     weights: Vec<f64>,
 }
 
@@ -383,16 +386,20 @@ impl RidgeOnPath {
             ids: (0..m as u32).collect(),
             max_features: spec.max_features,
             scratch: Vec::new(),
+            counts: Vec::new(),
+            touched: Vec::new(),
             weights: Vec::new(),
         }
     }
 
     /// The cross terms with the other trees' columns, the Gram diagonal and `b` of a new
-    /// feature's column, from its training points.
+    /// feature's column, from its training points: shared points are counted per position
+    /// first, so the factor update gets one entry per column it touches.
     fn column(&mut self, path: &LifetimePath<'_>, id: u32, tree: usize) -> (f64, f64) {
         let m = path.n_trees();
         let mf = m as f64;
         self.scratch.clear();
+        self.counts.resize(self.ids.len(), 0);
         let (mut count, mut b) = (0usize, 0.0);
         for &p in path.points_of(id) {
             let p = p as usize;
@@ -403,10 +410,19 @@ impl RidgeOnPath {
             b += self.yc[p];
             for (t, &other) in path.assign()[p * m..(p + 1) * m].iter().enumerate() {
                 if t != tree {
-                    self.scratch.push((self.pos[other as usize], 1.0 / mf));
+                    let q = self.pos[other as usize];
+                    if self.counts[q] == 0 {
+                        self.touched.push(q);
+                    }
+                    self.counts[q] += 1;
                 }
             }
         }
+        for &q in &self.touched {
+            self.scratch.push((q, f64::from(self.counts[q]) / mf));
+            self.counts[q] = 0;
+        }
+        self.touched.clear();
         (count as f64 / mf, b / mf.sqrt())
     }
 }
