@@ -14,6 +14,7 @@ use mondrian::kernel::{
 use mondrian::persist::Persistent;
 use serde_json::json;
 
+use super::forest::parse_threads;
 use super::{read_model, save_model, CliError};
 use crate::io::{read_dataset, read_features, Dataset};
 
@@ -41,16 +42,16 @@ enum KernelCommand {
 #[derive(Args, Clone)]
 struct ModelArgs {
     /// Trees M: non-zero features per row.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = parse_trees)]
     trees: usize,
     /// Ridge regulariser δ².
-    #[arg(long, default_value_t = 1e-4)]
+    #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true)]
     delta2: f64,
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Worker threads (0: all cores); results do not depend on it.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
     /// Most features the exact solver may hold (its factor takes 4·C² bytes).
     #[arg(long, default_value_t = 8192)]
@@ -92,7 +93,7 @@ struct EvalArgs {
     #[arg(long)]
     test: PathBuf,
     /// The lifetime λ (inverse width of the Laplace kernel, in the raw features' units).
-    #[arg(long, conflicts_with = "sweep")]
+    #[arg(long, conflicts_with = "sweep", allow_negative_numbers = true)]
     lifetime: Option<f64>,
     /// Search the lifetime over LO:HI (log-spaced, `--steps` values) along one sweep.
     #[arg(long, value_name = "LO:HI")]
@@ -123,7 +124,7 @@ struct FitArgs {
     #[arg(long)]
     model: PathBuf,
     /// The lifetime λ.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     lifetime: f64,
     #[command(flatten)]
     args: ModelArgs,
@@ -187,9 +188,24 @@ fn sweep_grid(text: &str, steps: usize) -> Result<Vec<f64>, CliError> {
         return Err(CliError::Usage("--steps must be at least 2".into()));
     }
     let (a, b) = (lo.ln(), hi.ln());
+    // The ends are LO and HI exactly (exp(ln HI) may exceed HI by an ulp or two).
     Ok((0..steps)
-        .map(|i| (a + (b - a) * i as f64 / (steps - 1) as f64).exp())
+        .map(|i| match i {
+            0 => lo,
+            i if i == steps - 1 => hi,
+            i => (a + (b - a) * i as f64 / (steps - 1) as f64).exp(),
+        })
         .collect())
+}
+
+/// Trees M: the library refuses 0 with its own message; more than the forests' limit
+/// would only fail on an allocation (or abort the process) after reading the data.
+fn parse_trees(s: &str) -> Result<usize, String> {
+    let max = mondrian::data::MAX_TREES;
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(format!("`{s}` is not a number of trees from 1 to {max}")),
+    }
 }
 
 fn read_test(path: &Path, train: &Dataset) -> Result<Dataset, CliError> {
