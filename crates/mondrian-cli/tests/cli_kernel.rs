@@ -494,8 +494,14 @@ fn absurd_tree_and_thread_counts_are_refused_quickly() {
     // 100,000 threads would take many minutes to start (the timeout turns a hang into a
     // failure): refused as every other command refuses them, before the data are read.
     let threads = ["--threads", "100000"];
-    fails_with(&mut eval(&threads), "is not a thread count from 0 (all cores) to");
-    fails_with(&mut fit(&threads), "is not a thread count from 0 (all cores) to");
+    fails_with(
+        &mut eval(&threads),
+        "is not a thread count from 0 (all cores) to",
+    );
+    fails_with(
+        &mut fit(&threads),
+        "is not a thread count from 0 (all cores) to",
+    );
     assert!(!model.exists());
     // --lifetime and --sweep together are a usage error too.
     fails_with(&mut eval(&["--sweep", "1:2"]), "cannot be used with");

@@ -42,7 +42,7 @@ enum KernelCommand {
 #[derive(Args, Clone)]
 struct ModelArgs {
     /// Trees M: non-zero features per row.
-    #[arg(long, default_value_t = 50, value_parser = parse_trees)]
+    #[arg(long, default_value_t = 50)]
     trees: usize,
     /// Ridge regulariser δ².
     #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true)]
@@ -196,16 +196,6 @@ fn sweep_grid(text: &str, steps: usize) -> Result<Vec<f64>, CliError> {
             i => (a + (b - a) * i as f64 / (steps - 1) as f64).exp(),
         })
         .collect())
-}
-
-/// Trees M: the library refuses 0 with its own message; more than the forests' limit
-/// would only fail on an allocation (or abort the process) after reading the data.
-fn parse_trees(s: &str) -> Result<usize, String> {
-    let max = mondrian::data::MAX_TREES;
-    match s.trim().parse::<usize>() {
-        Ok(n) if n <= max => Ok(n),
-        _ => Err(format!("`{s}` is not a number of trees from 1 to {max}")),
-    }
 }
 
 fn read_test(path: &Path, train: &Dataset) -> Result<Dataset, CliError> {
