@@ -289,7 +289,7 @@ def e3(args, out):
                   f"{r['lambda100']['test_at_hat']:.1f}", r["lambda100"]["events"],
                   f"{r['lambda100']['seconds']:.1f}"] for r in res if "lambda100" in r]
         body += ("\n\nReport only (spec A15: the paper's text says Λ = 100): the same SGD sweep "
-                 "to Λ = 100, read at 50 lifetimes in [0.1, 100], seeds 1 and 2 (about 100 s each).\n\n"
+                 "to Λ = 100, read at 50 lifetimes in [0.1, 100], seeds 1 and 2.\n\n"
                  + C.md_table(["seed", "λ̂", "val at λ̂", "test at λ̂", "events", "sweep s"], rows2))
     n_in = sum(1.0 <= r["lam_hat"] <= 100.0 for r in res)
     gap_min = [r["test_at_hat"] - r["min_test"] for r in res]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import resource
 import sys
 import time
 import warnings
@@ -168,7 +167,7 @@ def mondrian_cv(X, y, grid, M, cap, alphas, seed=0):
         details.append(dict(alpha=a, lifetime=float(m.lifetime_), val_mse=float(np.min(m.scores_)),
                             scores=np.asarray(m.scores_), grid=gg, n_features=int(m.n_features_out_)))
     best = min(details, key=lambda d: d["val_mse"])
-    return best["lifetime"], best["alpha"], best["val_mse"], total, g, details
+    return best["lifetime"], best["alpha"], best["val_mse"], total, best["grid"], details
 
 
 def timed_fit_predict(model, Xtr, ytr, Xte):
@@ -205,7 +204,9 @@ def run_peers(args, out):
             nf = model[-1].n_features_out_
             rows.append(dict(method="Mondrian kernel ridge", nnz=M, width=lt, alpha=a, rmse=C.rmse(p, yte),
                              seconds=s, cv_seconds=cv_s, n_features=int(nf), grid_top=float(g[-1]),
-                             val_mse=vm))
+                             grid_size=len(g), val_mse=vm,
+                             cv_per_alpha=[dict(alpha=d["alpha"], lifetime=d["lifetime"], val_mse=d["val_mse"],
+                                                grid_top=float(d["grid"][-1])) for d in det]))
             C.log(f"  Mondrian M={M}: lifetime {lt:.3g} alpha {a:g} C {nf} rmse {rows[-1]['rmse']:.4f} "
                   f"fit+pred {s:.1f}s CV {cv_s:.1f}s (grid top {g[-1]:.3g})")
             del model
@@ -337,7 +338,8 @@ def peers_md(results, quick):
         for r in res["rows"]:
             extra = ""
             if r["method"].startswith("Mondrian"):
-                extra = f"C = {r['n_features']}, CV {r['cv_seconds']:.1f} s, grid top {r['grid_top']:.3g}"
+                extra = (f"C = {r['n_features']}, CV {r['cv_seconds']:.1f} s, grid {r['grid_size']} lifetimes "
+                         f"up to {r['grid_top']:.3g}" + (" (λ̂ at the top)" if r["width"] >= r["grid_top"] else ""))
             tab.append([r["method"], r["nnz"], f"{r['width']:.3g}", f"{r['alpha']:g}", f"{r['rmse']:.4g}",
                         f"{r['seconds']:.2f}", extra])
         lines += ["Chosen width (λ or γ), α, test RMSE and final fit + predict seconds:", "",
@@ -420,6 +422,17 @@ def target_speed(args):
             res["nystroem"].append(r)
             C.log(f"T2 {name}: GridSearchCV Nystroem {c}: {gs_s:.1f}s γ {r['gamma']:.3g} rmse {r['rmse']:.4f} "
                   f"speed-up {r['speedup']:.2f} ratio {r['ratio']:.3f}")
+        if name == "cpu_rr" and not args.quick:
+            # Report only: other tree counts on the same grid (the accuracy/time trade-off).
+            res["mondrian_other_trees"] = []
+            for M2 in [20, 100]:
+                t = C.Timer()
+                m2 = MondrianKernelRidgeCV(lifetimes=grid, n_trees=M2, alpha=1e-4, validation_fraction=0.2,
+                                           random_state=0).fit(Str, ytr)
+                res["mondrian_other_trees"].append(dict(n_trees=M2, seconds=t(), lifetime=float(m2.lifetime_),
+                                                        n_features=int(m2.n_features_out_),
+                                                        rmse=C.rmse(m2.predict(Ste), yte)))
+                C.log(f"T2 {name}: MondrianKernelRidgeCV M={M2}: {res['mondrian_other_trees'][-1]}")
         out[name] = res
     return out
 
@@ -441,8 +454,9 @@ def target_scale(args):
         Phi = f.transform(X)
         tr_s = t()
         assert Phi.shape[0] == n and Phi.nnz == 50 * n
+        csr_gb = (Phi.data.nbytes + Phi.indices.nbytes + Phi.indptr.nbytes) / 1e9
         out["mondrian"].append(dict(lifetime=lt, extension=ext, n_jobs=jobs or 1, fit_seconds=fit_s, transform_seconds=tr_s,
-                                    total=fit_s + tr_s, n_features=int(f.n_features_out_),
+                                    total=fit_s + tr_s, n_features=int(f.n_features_out_), csr_gb=csr_gb,
                                     cells_per_tree=f.n_features_out_ / 50))
         C.log(f"T3 Mondrian λ={lt} {ext} n_jobs={jobs}: fit {fit_s:.1f}s transform {tr_s:.1f}s C={f.n_features_out_}")
         del f, Phi
@@ -456,7 +470,6 @@ def target_scale(args):
         out[label] = t()
         C.log(f"T3 {label}: {out[label]:.1f}s")
         del Z
-    out["max_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return out
 
 
@@ -516,14 +529,20 @@ def targets_md(t1, t2, t3, quick):
                                       f"{100 * (ny['ratio'] - 1):+.1f} % vs GridSearchCV's (need ≤ +5 %)."))
     L += [C.md_table(["data", "Mondrian CV s", "Mondrian test RMSE", "Nystroem comps", "GridSearchCV s",
                       "GridSearchCV test RMSE", "speed-up", "Mondrian RMSE vs GS"], tab), ""]
+    other = t2.get("cpu_rr", {}).get("mondrian_other_trees")
+    if other:
+        L += ["Report only, cpu_rr: MondrianKernelRidgeCV with other tree counts on the same grid "
+              "(no tree count meets both halves of the target):", "",
+              C.md_table(["n_trees", "CV s (incl. refit)", "λ̂", "C", "test RMSE"],
+                         [[o["n_trees"], f"{o['seconds']:.2f}", f"{o['lifetime']:.3g}", o["n_features"],
+                           f"{o['rmse']:.4g}"] for o in other]), ""]
     # --- 3
     L += ["## 3. The feature map at scale: 1,000,000 rows × 50 trees", "",
           f"{t3['n']:,} rows uniform in [0,1]^{t3['d']}; `MondrianKernelFeatures(n_trees=50, lifetime=λ)`"
           ".fit(X) then .transform(X) (a CSR matrix with 50 non-zeros per row); scikit-learn "
-          "maps with 50 components, `fit_transform(X)`, BLAS on one thread. Peak RSS of the "
-          f"process: {t3['max_rss_gb']:.1f} GB. (The n_jobs = 2 row shows no gain; a 2-thread BLAS "
-          "matmul showed no gain either on this shared machine at the time (other jobs held the "
-          "second core), so that row says nothing about the library's parallel scaling.)", ""]
+          "maps with 50 components, `fit_transform(X)`, BLAS on one thread. Size of the "
+          f"feature matrix (CSR: data, indices, indptr): {t3['mondrian'][0]['csr_gb']:.2f} GB. The "
+          "n_jobs = 2 row uses both cores of this (shared) machine.", ""]
     tab = [[f"MondrianKernelFeatures(50), λ = {m['lifetime']:g}, extension=\"{m['extension']}\", n_jobs = {m['n_jobs']}",
             f"{m['cells_per_tree']:.0f}", f"{m['fit_seconds']:.1f}", f"{m['transform_seconds']:.1f}",
             f"{m['total']:.1f}"] for m in t3["mondrian"]]
