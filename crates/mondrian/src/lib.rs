@@ -35,6 +35,8 @@
 //! ```
 #![warn(missing_docs)]
 
+/// Bayesian decision trees: the CGM prior, conjugate leaves, top-down SMC (spec `bayesian-trees.md`).
+pub mod bayes;
 pub mod data;
 pub mod described;
 pub mod error;

@@ -1,0 +1,29 @@
+//! Bayesian decision trees (spec `bayesian-trees.md`): a different family from the
+//! Mondrian models. Splits are chosen *with* the labels, and the object of inference is a
+//! posterior over trees: p(T | Y, X) ∝ p(T | X) Π_leaves ℓ(Y_{N_j}), with the CGM prior
+//! of [`prior`] and the conjugate leaf models of [`likelihood`].
+//!
+//! * [`likelihood`]: Dirichlet–multinomial, Normal with known variance, Normal–inverse-gamma
+//!   leaves behind one trait (§2.1).
+//! * [`prior`]: the CGM prior, its density and its exact Galton–Watson sizes (§2.2).
+//! * [`tree`]: the tree a particle grows, and the presorted training features.
+//! * [`proposal`], [`smc`]: top-down SMC (§3): proposals, expansion orders, resampling,
+//!   evidence, islands.
+pub mod likelihood;
+pub mod prior;
+pub mod proposal;
+pub mod smc;
+pub mod special;
+pub mod tree;
+
+pub use likelihood::{
+    ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
+    RegressionLeafModel, SufficientStats,
+};
+pub use prior::CgmPrior;
+pub use proposal::{Proposal, SplitValue};
+pub use smc::{
+    sample_prior_tree, Expansion, IslandRun, IslandWeighting, Resampler, SmcParams, SmcPosterior,
+    WeightedTree,
+};
+pub use tree::{BayesTree, Features, Node};
