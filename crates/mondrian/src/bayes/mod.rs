@@ -9,7 +9,9 @@
 //! * [`tree`]: the tree a particle grows, and the presorted training features.
 //! * [`proposal`], [`smc`]: top-down SMC (§3): proposals, expansion orders, resampling,
 //!   evidence, islands.
+//! * [`model`]: [`SmcTreeClassifier`] and [`SmcTreeRegressor`], fit and predict.
 pub mod likelihood;
+pub mod model;
 pub mod prior;
 pub mod proposal;
 pub mod smc;
@@ -19,6 +21,9 @@ pub mod tree;
 pub use likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
     RegressionLeafModel, SufficientStats,
+};
+pub use model::{
+    RegressionLeaf, SmcClassifierParams, SmcRegressorParams, SmcTreeClassifier, SmcTreeRegressor,
 };
 pub use prior::CgmPrior;
 pub use proposal::{Proposal, SplitValue};

@@ -276,3 +276,72 @@ pub(crate) fn sample_log_weights<R: Rng>(log_weights: &[f64], rng: &mut R) -> us
     // Rounding left u at the very end: the last index of positive weight.
     weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    use super::*;
+    use crate::bayes::likelihood::NormalKnownVariance;
+    use crate::bayes::tree::NodeData;
+
+    #[test]
+    fn optimal_increment_is_z_over_l_whatever_is_drawn() {
+        // T8 on §5.6's five points: the increment is Z_j/ℓ_j for every decision, with Z_j
+        // summed here gap by gap from the children's marginals.
+        let x = [0.1, 0.5, 0.3, 0.2, 0.35, 0.9, 0.6, 0.4, 0.9, 0.7];
+        let y = [0.2, -0.5, 0.9, 1.1, -0.3];
+        let features = Features::new(&x, 2).unwrap();
+        let model = NormalKnownVariance {
+            mean: 0.0,
+            prior_variance: 1.0,
+            noise_variance: 0.1,
+        };
+        let prior = CgmPrior::default();
+        let ctx = Context {
+            features: &features,
+            targets: &y,
+            model: &model,
+            prior: &prior,
+            proposal: Proposal::Optimal,
+            split_value: SplitValue::Continuous,
+        };
+        let root = Arc::new(NodeData::new(&features, &y, &model, (0..5).collect()));
+        let base = BayesTree::with_root(Arc::clone(&root));
+        let p = prior.p_split(0);
+        let mut z = (1.0 - p) * root.log_ml.exp();
+        for d in 0..2 {
+            let v = features.distinct(d);
+            for g in 0..v.len() - 1 {
+                let mid = 0.5 * (v[g] + v[g + 1]);
+                let (l, r) = partition(&features, &y, &model, &root, d, mid);
+                let share = (v[g + 1] - v[g]) / (v[v.len() - 1] - v[0]);
+                z += p / 2.0 * share * (l.log_ml + r.log_ml).exp();
+            }
+        }
+        let expected = z.ln() - root.log_ml;
+        let mut stops = 0;
+        for seed in 0..500 {
+            let mut tree = base.clone();
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let d = ctx.decide(&mut tree, 0, &mut rng);
+            assert!(
+                (d.log_increment - expected).abs() < 1e-12,
+                "{}",
+                d.log_increment
+            );
+            stops += usize::from(d.children.is_none());
+        }
+        // The stop probability is (1 − p)ℓ/Z; 500 draws stay within 5 binomial sd of it.
+        let q = (1.0 - p) * root.log_ml.exp() / z;
+        let sd = (500.0 * q * (1.0 - q)).sqrt();
+        assert!(
+            (stops as f64 - 500.0 * q).abs() < 5.0 * sd,
+            "{stops} vs {}",
+            500.0 * q
+        );
+    }
+}

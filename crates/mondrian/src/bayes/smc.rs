@@ -377,6 +377,16 @@ impl<S: Send + Sync> SmcPosterior<S> {
         targets: &[L::Target],
         model: &L,
     ) -> Result<Self> {
+        Self::sample_checked(params, features, targets, model)
+    }
+
+    /// [`sample`](Self::sample) with parameters the caller has checked.
+    pub(crate) fn sample_checked<L: LeafModel<Stats = S>>(
+        params: &SmcParams,
+        features: &Features,
+        targets: &[L::Target],
+        model: &L,
+    ) -> Result<Self> {
         if targets.len() != features.n_rows() {
             return Err(MondrianError::LengthMismatch {
                 n_rows: features.n_rows(),
@@ -630,6 +640,32 @@ mod tests {
         }
         for (c, w) in counts.iter().zip(w) {
             assert!((*c as f64 - 4.0 * w).abs() < 1.0, "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn resampling_keeps_the_total_weight() {
+        // T15: Σ_c w_c is unchanged, so log Ẑ does not depend on a last resampling.
+        use crate::bayes::likelihood::DirichletMultinomial;
+        let features = Features::new(&[0.0, 1.0, 2.0], 1).unwrap();
+        let model = DirichletMultinomial::new(1.0, 2).unwrap();
+        let root = Arc::new(NodeData::new(&features, &[0, 1, 1], &model, vec![0, 1, 2]));
+        let prior = CgmPrior::default();
+        let particles: Vec<Particle<_>> = [-3.0, 0.5, -0.25, -40.0, 2.0]
+            .iter()
+            .map(|&w| {
+                let mut p = Particle::new(&root, &prior);
+                p.log_weight = w;
+                p
+            })
+            .collect();
+        let before = log_sum_exp(&particles.iter().map(|p| p.log_weight).collect::<Vec<_>>());
+        for scheme in [Resampler::Multinomial, Resampler::Systematic] {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+            let after = resample(particles.clone(), scheme, &mut rng);
+            let w: Vec<f64> = after.iter().map(|p| p.log_weight).collect();
+            assert!((log_sum_exp(&w) - before).abs() < 1e-12);
+            assert!(w.iter().all(|&v| v == w[0]));
         }
     }
 
