@@ -316,7 +316,7 @@ fn eval_text_reports_the_test_rmse() {
 fn eval_refuses_bad_arguments_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = data(dir.path());
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["--lifetime", "0"],
             "`lifetime`: 0 is not a finite positive number",
@@ -350,8 +350,16 @@ fn eval_refuses_bad_arguments_in_one_line() {
             "--sweep 0:1: expected LO:HI with 0 < LO < HI",
         ),
         (
+            &["--sweep", "-1:2"],
+            "--sweep -1:2: expected LO:HI with 0 < LO < HI",
+        ),
+        (
             &["--sweep", "0.3:30", "--steps", "1"],
-            "--steps must be at least 2",
+            "--steps 1: expected 2 to 10000 lifetimes",
+        ),
+        (
+            &["--sweep", "0.3:30", "--steps", "1000000"],
+            "--steps 1000000: expected 2 to 10000 lifetimes",
         ),
         (
             &[],

@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicUsize;
 
 use mondrian::kernel::{
     run_sweep, Averaging, Criterion, Csr, Extension, KernelParams, KernelRidgeParams, Learner,
-    LifetimePath, LifetimePrior, MondrianKernel, MondrianKernelRidge, SgdParams, SweepSpec,
+    LifetimePath, LifetimePrior, LifetimeSearch, MondrianKernel, MondrianKernelRidge, SgdParams,
+    SweepSpec,
 };
 use mondrian::{MondrianError, Persistent};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
@@ -258,6 +259,7 @@ impl KernelRidgeCore {
     #[pyo3(signature = (
         x, y, lifetimes, criterion = "validation", validation_fraction = 0.2, n_trees = 50,
         delta2 = 1e-4, seed = 0, n_threads = 1, extension = "sample", max_features = 8192,
+        patience = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn fit_cv<'py>(
@@ -273,6 +275,7 @@ impl KernelRidgeCore {
         n_threads: usize,
         extension: &str,
         max_features: usize,
+        patience: Option<usize>,
     ) -> PyResult<(Self, Bound<'py, PyArray1<f64>>)> {
         let criterion = match criterion {
             "validation" => Criterion::Validation,
@@ -296,9 +299,15 @@ impl KernelRidgeCore {
         )?;
         let y = y.as_slice().map_err(py_err_contiguous)?.to_vec();
         let seen = AtomicUsize::new(0);
+        let search = LifetimeSearch {
+            lifetimes,
+            criterion,
+            validation_fraction,
+            patience,
+        };
         let (model, scores) = with_features(x, &seen, |f, _, d| {
             each_precision!(f, v => py.detach(|| MondrianKernelRidge::fit_cv(
-                p.clone(), v, d, &y, &lifetimes, criterion, validation_fraction
+                p.clone(), v, d, &y, &search
             )))
             .map_err(py_err)
         })?;
@@ -476,6 +485,7 @@ pub(crate) fn kernel_sweep<'py>(
                     learner,
                     max_features,
                     average,
+                    every_event: false,
                 },
             )
         })

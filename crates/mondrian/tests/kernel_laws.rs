@@ -372,6 +372,18 @@ fn bad_input_is_refused() {
             ..
         }
     ));
+    let err = MondrianKernel::new(KernelParams {
+        n_threads: 1 << 20,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(
+        err,
+        MondrianError::InvalidParameter {
+            name: "n_threads",
+            ..
+        }
+    ));
     let mut k = kernel(3, 1.0, 0);
     assert!(matches!(
         k.transform(&[0.0, 1.0], 2),

@@ -10,7 +10,7 @@ mod common;
 use common::rng;
 use mondrian::kernel::{
     run_sweep, Criterion, Csr, KernelParams, KernelRidgeParams, Learner, LifetimePath,
-    MondrianKernel, MondrianKernelRidge, SweepSpec,
+    LifetimeSearch, MondrianKernel, MondrianKernelRidge, SweepSpec,
 };
 use mondrian::persist::Persistent;
 use mondrian::process::Feature;
@@ -127,8 +127,16 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 /// what a dense solve on that lifetime's features predicts (to 1e-9), and its log marginal
 /// likelihoods equal `ln N(y | 0, ΦΦᵀ + δ²I)` (the paper's, σ² = δ²) and
 /// `max_σ² ln N(y | 0, (σ²/δ²)(ΦΦᵀ + δ²I))` (the profiled one), computed on N × N matrices.
+/// Both ways of keeping the solution: updated at every event, and brought up to date at the
+/// readings only (by updates or one fresh factorisation).
 #[test]
 fn the_ridge_sweep_equals_dense_solves_and_the_evidence_its_gaussian() {
+    for every_event in [true, false] {
+        ridge_sweep_against_dense(every_event);
+    }
+}
+
+fn ridge_sweep_against_dense(every_event: bool) {
     let (n, n_train, d, m) = (70, 50, 2, 4);
     let (x, y) = data(n, d, 1);
     let mut k = MondrianKernel::new(ridge_params(m, 12.0, 2).kernel).unwrap();
@@ -142,6 +150,7 @@ fn the_ridge_sweep_equals_dense_solves_and_the_evidence_its_gaussian() {
         learner: Learner::Ridge,
         max_features: 100_000,
         average: None,
+        every_event,
     };
     let mut path = LifetimePath::new(&k).unwrap();
     let report = run_sweep(&mut path, &y[..n_train], &spec).unwrap();
@@ -217,6 +226,7 @@ fn one_tree_kernel_ridge_is_the_forest() {
                 learner,
                 max_features: 100_000,
                 average: None,
+                every_event: false,
             };
             let mut path = LifetimePath::new(&k).unwrap();
             run_sweep(&mut path, &y, &spec).unwrap()
@@ -284,9 +294,15 @@ fn the_lifetime_search_returns_the_direct_fit_at_its_choice() {
     let (n, d, m) = (120, 2, 6);
     let (x, y) = data(n, d, 7);
     let grid = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+    let search = |criterion| LifetimeSearch {
+        lifetimes: grid.to_vec(),
+        criterion,
+        validation_fraction: 0.25,
+        patience: None,
+    };
     for criterion in [Criterion::Validation, Criterion::Evidence] {
         let (model, scores) =
-            MondrianKernelRidge::fit_cv(ridge_params(m, 1.0, 8), &x, d, &y, &grid, criterion, 0.25)
+            MondrianKernelRidge::fit_cv(ridge_params(m, 1.0, 8), &x, d, &y, &search(criterion))
                 .unwrap();
         assert_eq!(scores.len(), grid.len());
         let best = scores
@@ -303,6 +319,50 @@ fn the_lifetime_search_returns_the_direct_fit_at_its_choice() {
             direct.predict(&x, d).unwrap()
         );
     }
+    // Patience: the search reads lifetimes until `k` readings in a row fail to beat the best;
+    // the scores it read are the full search's, the rest NaN, and its choice is the best read.
+    let (_, all) = MondrianKernelRidge::fit_cv(
+        ridge_params(m, 1.0, 8),
+        &x,
+        d,
+        &y,
+        &search(Criterion::Validation),
+    )
+    .unwrap();
+    for k in 1..=3 {
+        let mut stopped = search(Criterion::Validation);
+        stopped.patience = Some(k);
+        let (model, scores) =
+            MondrianKernelRidge::fit_cv(ridge_params(m, 1.0, 8), &x, d, &y, &stopped).unwrap();
+        // Where the rule says the sweep stops, from the full scores.
+        let (mut best, mut since, mut read) = (f64::INFINITY, 0, 0);
+        for s in &all {
+            read += 1;
+            if *s < best {
+                (best, since) = (*s, 0);
+            } else {
+                since += 1;
+            }
+            if since >= k {
+                break;
+            }
+        }
+        assert_eq!(scores[..read], all[..read], "patience {k}");
+        assert!(scores[read..].iter().all(|s| s.is_nan()), "patience {k}");
+        let arg = (0..read)
+            .min_by(|&a, &b| all[a].total_cmp(&all[b]))
+            .unwrap();
+        assert_eq!(model.lifetime(), grid[arg]);
+    }
+    let mut zero = search(Criterion::Validation);
+    zero.patience = Some(0);
+    assert!(matches!(
+        MondrianKernelRidge::fit_cv(ridge_params(m, 1.0, 8), &x, d, &y, &zero),
+        Err(MondrianError::InvalidParameter {
+            name: "patience",
+            ..
+        })
+    ));
     // Readings along the sweep against direct transductive fits at each lifetime.
     let n_train = 90;
     let mut k = MondrianKernel::new(ridge_params(m, 16.0, 9).kernel).unwrap();
@@ -316,6 +376,7 @@ fn the_lifetime_search_returns_the_direct_fit_at_its_choice() {
         learner: Learner::Ridge,
         max_features: 100_000,
         average: None,
+        every_event: false,
     };
     let report = run_sweep(&mut path, &y[..n_train], &spec).unwrap();
     for (point, &l) in report.points.iter().zip(&grid) {
@@ -392,9 +453,7 @@ fn models_round_trip_and_bad_files_are_refused() {
             &x,
             d,
             &y,
-            &[],
-            Criterion::Evidence,
-            0.2
+            &LifetimeSearch::validation(vec![])
         ),
         Err(MondrianError::InvalidParameter {
             name: "lifetimes",
@@ -435,6 +494,7 @@ fn lifetime_averaging_is_the_posterior_mixture_of_the_intervals() {
             learner: Learner::Ridge,
             max_features: 100_000,
             average,
+            every_event: false,
         };
         let mut path = LifetimePath::new(&k).unwrap();
         let readings = run_sweep(&mut path, &y[..n_train], &spec(inside.clone(), None)).unwrap();

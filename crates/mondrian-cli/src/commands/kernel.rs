@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
 use mondrian::kernel::{
-    relative_error, Criterion, Csr, Extension, KernelParams, KernelRidgeParams, MondrianKernel,
-    MondrianKernelRidge,
+    relative_error, Criterion, Csr, Extension, KernelParams, KernelRidgeParams, LifetimeSearch,
+    MondrianKernel, MondrianKernelRidge,
 };
 use mondrian::persist::Persistent;
 use serde_json::json;
@@ -96,7 +96,7 @@ struct EvalArgs {
     #[arg(long, conflicts_with = "sweep", allow_negative_numbers = true)]
     lifetime: Option<f64>,
     /// Search the lifetime over LO:HI (log-spaced, `--steps` values) along one sweep.
-    #[arg(long, value_name = "LO:HI")]
+    #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
     sweep: Option<String>,
     /// Lifetimes in the sweep.
     #[arg(long, default_value_t = 20)]
@@ -104,6 +104,10 @@ struct EvalArgs {
     /// How the sweep chooses.
     #[arg(long, value_enum, default_value = "validation")]
     criterion: CriterionArg,
+    /// Stop the sweep after this many lifetimes in a row without a better score (the
+    /// largest lifetimes cost the most); by default every lifetime is read.
+    #[arg(long, requires = "sweep")]
+    patience: Option<usize>,
     /// Sample the trees on the training and test rows together (no test labels are read),
     /// as the paper does, instead of placing the test rows by the exact extension.
     #[arg(long)]
@@ -184,8 +188,10 @@ fn sweep_grid(text: &str, steps: usize) -> Result<Vec<f64>, CliError> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
         return Err(usage());
     }
-    if steps < 2 {
-        return Err(CliError::Usage("--steps must be at least 2".into()));
+    if !(2..=10_000).contains(&steps) {
+        return Err(CliError::Usage(format!(
+            "--steps {steps}: expected 2 to 10000 lifetimes (each reading predicts every row)"
+        )));
     }
     let (a, b) = (lo.ln(), hi.ln());
     // The ends are LO and HI exactly (exp(ln HI) may exceed HI by an ulp or two).
@@ -236,14 +242,18 @@ fn eval(args: &EvalArgs) -> Result<(), CliError> {
                 CriterionArg::Validation => Criterion::Validation,
                 CriterionArg::Evidence => Criterion::Evidence,
             };
+            let search = LifetimeSearch {
+                lifetimes: grid.clone(),
+                criterion,
+                validation_fraction: 0.2,
+                patience: args.patience,
+            };
             let (model, s) = MondrianKernelRidge::fit_cv(
                 args.model.params(grid[0]),
                 &train.x,
                 d,
                 &train.labels,
-                grid,
-                criterion,
-                0.2,
+                &search,
             )?;
             scores = Some(s);
             model

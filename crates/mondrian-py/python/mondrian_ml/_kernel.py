@@ -4,6 +4,8 @@ one sweep (spec ``mondrian-kernel.md``)."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
@@ -251,8 +253,9 @@ class MondrianKernelRidge(_KernelCommon, RegressorMixin, BaseEstimator):
 class MondrianKernelRidgeCV(MondrianKernelRidge):
     """:class:`MondrianKernelRidge` with the lifetime chosen among ``lifetimes`` along
     one sweep: the trees are sampled once, to the largest lifetime, and the exact ridge
-    solution follows every cut as the lifetime grows, so each candidate costs a reading,
-    not a refit. The model at the chosen lifetime is then fitted on every row (the same
+    solution is brought up to date at each lifetime as the cuts arrive (by column updates
+    or one factorisation, whichever is cheaper), with no new trees and no refit per
+    candidate. The model at the chosen lifetime is then fitted on every row (the same
     trees, bit for bit, as the sweep's).
 
     Parameters
@@ -263,6 +266,10 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
         held out of the sweep's ridge. ``"evidence"``: the log marginal likelihood of the
         training rows, with the noise variance at its maximum.
     validation_fraction : float, default=0.2
+    patience : int or None, default=None
+        Stop the sweep after this many lifetimes in a row without a better score: the
+        largest lifetimes have the most features and cost the most. ``None`` reads every
+        lifetime.
     n_trees, alpha, max_features, extension, random_state, n_jobs
         As in :class:`MondrianKernelRidge`.
 
@@ -272,7 +279,7 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
         The chosen lifetime.
     scores_ : ndarray
         Per lifetime, in the order given: validation MSE or minus the log evidence (lower
-        is better).
+        is better); NaN for lifetimes the sweep stopped before (``patience``).
     """
 
     def __init__(
@@ -280,6 +287,7 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
         lifetimes=None,
         criterion="validation",
         validation_fraction=0.2,
+        patience=None,
         n_trees=50,
         alpha=1e-4,
         max_features=8192,
@@ -290,6 +298,7 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
         self.lifetimes = lifetimes
         self.criterion = criterion
         self.validation_fraction = validation_fraction
+        self.patience = patience
         self.n_trees = n_trees
         self.alpha = alpha
         self.max_features = max_features
@@ -318,6 +327,11 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
             reals=("alpha", "validation_fraction"),
             strings=("extension", "criterion"),
         )
+        patience = self.patience
+        if patience is not None:
+            if isinstance(patience, bool) or not isinstance(patience, numbers.Integral) or patience < 1:
+                raise ValueError(f"patience must be None or a positive integer, not {patience!r}")
+            patience = int(patience)
         core, scores = KernelRidgeCore.fit_cv(
             X,
             _targets(y),
@@ -330,6 +344,7 @@ class MondrianKernelRidgeCV(MondrianKernelRidge):
             n_threads=self._n_threads(),
             extension=self.extension,
             max_features=int(self.max_features),
+            patience=patience,
         )
         self._core = core
         self.lifetime_ = core.lifetime

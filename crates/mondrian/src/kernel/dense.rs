@@ -1,66 +1,103 @@
-//! One dense Cholesky factorisation (spec `mondrian-kernel.md` §6.3, E4): the reference the
-//! incremental factor of `ridge.rs` is timed against, and a test oracle.
+//! Blocked dense Cholesky factorisation: fresh ridge fits and the sweep's refactorisations
+//! factor with it (in the packed layout of `ridge.rs`), the E4 gate times the incremental
+//! factor against it (spec `mondrian-kernel.md` §6.3), and tests use it as an oracle.
 
 use std::ops::Range;
 
 use super::ridge::dot;
 
+/// Where row `i` of a lower-triangular matrix starts in its storage.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Layout {
+    /// Row-major n×n (upper part unused).
+    Full(usize),
+    /// Packed rows: row `i` holds columns `0..=i` at offset `i (i + 1) / 2`.
+    Packed,
+}
+
+impl Layout {
+    #[inline]
+    fn row(self, i: usize) -> usize {
+        match self {
+            Layout::Full(n) => i * n,
+            Layout::Packed => i * (i + 1) / 2,
+        }
+    }
+}
+
 /// Dense Cholesky factor (lower, row-major n×n, upper part zero) of a symmetric
 /// positive-definite row-major matrix, reading only its lower triangle; `None` if a pivot is
-/// not positive. Blocked left-looking by row panels so that the O(n³) part runs out of
-/// cache: the reference "one dense factorisation" of the E4 gate (spec §6.3) and a test oracle.
+/// not positive: the reference "one dense factorisation" of the E4 gate (spec §6.3) and a
+/// test oracle.
 pub fn dense_cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     assert_eq!(a.len(), n * n, "dense_cholesky: matrix must be n×n");
-    const NB: usize = 48;
     let mut l = vec![0.0; n * n];
     for i in 0..n {
         l[i * n..i * n + i + 1].copy_from_slice(&a[i * n..i * n + i + 1]);
     }
+    let ok = cholesky_in_place(&mut l, n, Layout::Full(n), |s| (s > 0.0).then_some(s));
+    ok.then_some(l)
+}
+
+/// Overwrites the lower triangle of a symmetric matrix, stored in `layout`, with its
+/// Cholesky factor. `pivot` receives each diagonal value before its square root and returns
+/// the value to use (a caller may clamp), or `None` to stop: the function then returns
+/// false. Blocked left-looking by row panels so that the O(n³) part runs out of cache.
+pub(super) fn cholesky_in_place(
+    l: &mut [f64],
+    n: usize,
+    layout: Layout,
+    mut pivot: impl FnMut(f64) -> Option<f64>,
+) -> bool {
+    const NB: usize = 48;
     for i0 in (0..n).step_by(NB) {
         let i1 = (i0 + NB).min(n);
         for j0 in (0..=i0).step_by(NB) {
             let j1 = (j0 + NB).min(n);
-            panel_update(&mut l, n, i0..i1, j0..j1);
+            panel_update(l, layout, i0..i1, j0..j1);
             for i in i0..i1 {
+                let ri = layout.row(i);
                 for j in j0..j1.min(i + 1) {
-                    let s =
-                        l[i * n + j] - dot(&l[i * n + j0..i * n + j], &l[j * n + j0..j * n + j]);
+                    let rj = layout.row(j);
+                    let s = l[ri + j] - dot(&l[ri + j0..ri + j], &l[rj + j0..rj + j]);
                     if i == j {
-                        if s.is_nan() || s <= 0.0 {
-                            return None;
+                        match pivot(s) {
+                            Some(s) if s > 0.0 && s.is_finite() => l[ri + i] = s.sqrt(),
+                            _ => return false,
                         }
-                        l[i * n + i] = s.sqrt();
                     } else {
-                        l[i * n + j] = s / l[j * n + j];
+                        l[ri + j] = s / l[rj + j];
                     }
                 }
             }
         }
     }
-    Some(l)
+    true
 }
 
 /// `L[I, J] −= L[I, ..j0] L[J, ..j0]ᵀ` (only `j ≤ i`), `j0 = J.start`, in a 2×2 register
 /// tile over inner-dimension chunks that keep both row panels in L1/L2 (`KB`, `NB` are
 /// multiples of 4).
-fn panel_update(l: &mut [f64], n: usize, rows: Range<usize>, cols: Range<usize>) {
+fn panel_update(l: &mut [f64], layout: Layout, rows: Range<usize>, cols: Range<usize>) {
     const KB: usize = 512;
     let kend = cols.start;
     for k0 in (0..kend).step_by(KB) {
         let k1 = (k0 + KB).min(kend);
         for i in rows.clone().step_by(2) {
             let i_hi = (i + 1).min(rows.end - 1);
+            let (ri, ri_hi) = (layout.row(i), layout.row(i_hi));
             for j in cols.clone().step_by(2).take_while(|&j| j <= i_hi) {
                 let j_hi = (j + 1).min(cols.end - 1);
-                let x0 = &l[i * n + k0..i * n + k1];
-                let x1 = &l[i_hi * n + k0..i_hi * n + k1];
-                let y0 = &l[j * n + k0..j * n + k1];
-                let y1 = &l[j_hi * n + k0..j_hi * n + k1];
+                let (rj, rj_hi) = (layout.row(j), layout.row(j_hi));
+                let x0 = &l[ri + k0..ri + k1];
+                let x1 = &l[ri_hi + k0..ri_hi + k1];
+                let y0 = &l[rj + k0..rj + k1];
+                let y1 = &l[rj_hi + k0..rj_hi + k1];
                 let t = tile_2x2(x0, x1, y0, y1);
                 for (di, dj, v) in [(0, 0, t[0]), (0, 1, t[1]), (1, 0, t[2]), (1, 1, t[3])] {
                     let (ii, jj) = (i + di, j + dj);
                     if ii <= i_hi && jj <= j_hi && jj <= ii {
-                        l[ii * n + jj] -= v;
+                        l[layout.row(ii) + jj] -= v;
                     }
                 }
             }
@@ -128,5 +165,30 @@ mod tests {
             }
         }
         assert!(dense_cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+    }
+
+    #[test]
+    fn packed_layout_gives_the_same_factor() {
+        let mut rng = Rng(5);
+        for n in [1usize, 3, 48, 50, 101] {
+            let g: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
+            let mut a = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..n {
+                    a[i * n + j] = (0..n).map(|k| g[i * n + k] * g[j * n + k]).sum::<f64>();
+                }
+                a[i * n + i] += 0.1;
+            }
+            let full = dense_cholesky(&a, n).unwrap();
+            let mut packed: Vec<f64> = (0..n)
+                .flat_map(|i| a[i * n..i * n + i + 1].to_vec())
+                .collect();
+            assert!(cholesky_in_place(&mut packed, n, Layout::Packed, Some));
+            for i in 0..n {
+                for j in 0..=i {
+                    assert_eq!(packed[i * (i + 1) / 2 + j], full[i * n + j]);
+                }
+            }
+        }
     }
 }

@@ -80,6 +80,16 @@ impl Params for KernelParams {
                 reason: "at least one tree is needed (M = 0 gives no features)".into(),
             });
         }
+        if self.n_threads > crate::data::MAX_THREADS {
+            return Err(MondrianError::InvalidParameter {
+                name: "n_threads",
+                reason: format!(
+                    "{} is more than {}",
+                    self.n_threads,
+                    crate::data::MAX_THREADS
+                ),
+            });
+        }
         check_lifetime("lifetime", self.lifetime)
     }
 }

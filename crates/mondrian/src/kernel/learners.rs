@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::features::{check_lifetime, Csr, KernelParams, MondrianKernel};
 use super::path::LifetimePath;
 use super::ridge::{IncrementalRidge, NewColumn};
-use super::sweep::{run_sweep, Criterion, Learner, SweepReport, SweepSpec};
+use super::sweep::{run_sweep_until, Criterion, Learner, SweepPoint, SweepReport, SweepSpec};
 use crate::data::{FeatureValue, Rows};
 use crate::error::{MondrianError, Result};
 use crate::model::Params;
@@ -301,27 +301,23 @@ impl MondrianKernelRidge {
         Ok(())
     }
 
-    /// Factors `A = ΦᵀΦ + δ²I` from the stored rows in one pass over the columns.
+    /// Factors `A = ΦᵀΦ + δ²I` from the stored rows: the Gram matrix, then one blocked
+    /// dense factorisation.
     fn factor(&mut self) {
         let m = self.params.kernel.n_trees;
         let c = self.kernel.n_features_out();
-        let mf = m as f64;
-        let mut cross: Vec<Vec<(usize, f64)>> = vec![Vec::new(); c];
-        let mut gram = vec![0.0; c];
+        let inv_m = 1.0 / m as f64;
+        // The Gram matrix's lower triangle in packed rows; rows of `self.rows` are sorted.
+        let mut gram = vec![0.0; c * (c + 1) / 2];
         for row in self.rows.chunks_exact(m) {
             for (k, &a) in row.iter().enumerate() {
-                gram[a as usize] += 1.0 / mf;
-                // Cross terms with earlier columns (rows are sorted).
-                for &e in &row[..k] {
-                    cross[a as usize].push((e as usize, 1.0 / mf));
+                let start = a as usize * (a as usize + 1) / 2;
+                for &e in &row[..=k] {
+                    gram[start + e as usize] += inv_m;
                 }
             }
         }
-        let cols: Vec<NewColumn<'_>> = (0..c)
-            .map(|j| NewColumn::new(&cross[j], gram[j], self.b[j]))
-            .collect();
-        let mut ridge = IncrementalRidge::new(self.params.delta2);
-        ridge.replace(None, &cols);
+        let ridge = IncrementalRidge::from_gram(gram, self.b.clone(), self.params.delta2);
         self.weights = ridge.weights();
         self.ridge = Some(ridge);
     }
@@ -414,25 +410,38 @@ impl MondrianKernelRidge {
         ))
     }
 
-    /// Chooses the lifetime among `lifetimes` along one sweep (spec §3.2–3.3), then fits
-    /// the model at the chosen one. The trees are sampled once, to the largest lifetime, on
-    /// every row; the ridge solution follows every event. With
-    /// [`Criterion::Validation`], a shuffled `validation_fraction` of the rows is held out
-    /// and scored by squared error; with [`Criterion::Evidence`], every row trains and the
-    /// log marginal likelihood decides. The final model is the one [`fit`](Self::fit) gives
-    /// at the chosen lifetime (same trees, by the time-ordered sampling), trained on every
-    /// row. Returns it with the score of each lifetime (lower is better: validation MSE or
-    /// minus the log marginal likelihood).
+    /// Chooses the lifetime along one sweep (spec §3.2–3.3), then fits the model at the
+    /// chosen one. The trees are sampled once, to the largest lifetime, on every row; the
+    /// ridge solution is exact at every lifetime read. With [`Criterion::Validation`], a
+    /// shuffled `validation_fraction` of the rows is held out and scored by squared error;
+    /// with [`Criterion::Evidence`], every row trains and the log marginal likelihood
+    /// decides. With `patience`, the sweep stops after that many readings in a row that do
+    /// not improve on the best score. The final model is the one [`fit`](Self::fit) gives at
+    /// the chosen lifetime (same trees, by the time-ordered sampling), trained on every row.
+    /// Returns it with the score of each lifetime in the caller's order (lower is better:
+    /// validation MSE or minus the log marginal likelihood; NaN where the sweep stopped
+    /// before it).
     pub fn fit_cv<T: FeatureValue>(
         params: KernelRidgeParams,
         x: &[T],
         n_features: usize,
         y: &[f64],
-        lifetimes: &[f64],
-        criterion: Criterion,
-        validation_fraction: f64,
+        search: &LifetimeSearch,
     ) -> Result<(Self, Vec<f64>)> {
+        let LifetimeSearch {
+            lifetimes,
+            criterion,
+            validation_fraction,
+            patience,
+        } = search;
+        let (criterion, validation_fraction) = (*criterion, *validation_fraction);
         params.validate()?;
+        if *patience == Some(0) {
+            return Err(MondrianError::InvalidParameter {
+                name: "patience",
+                reason: "at least one reading without improvement must be allowed".into(),
+            });
+        }
         let n = check_targets(x, n_features, y)?;
         let mut grid = lifetimes.to_vec();
         if grid.is_empty() {
@@ -481,7 +490,19 @@ impl MondrianKernelRidge {
         let mut kernel = MondrianKernel::new(top)?;
         kernel.fit(&xs, d)?;
         let mut path = LifetimePath::new(&kernel)?;
-        let report: SweepReport = run_sweep(
+        let score = |p: &SweepPoint| match criterion {
+            Criterion::Validation => {
+                let sq: f64 = p.predictions[n_train..]
+                    .iter()
+                    .zip(&ys[n_train..])
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum();
+                sq / n_val as f64
+            }
+            Criterion::Evidence => -p.log_evidence.unwrap_or(f64::NEG_INFINITY),
+        };
+        let (mut best, mut since_best) = (f64::INFINITY, 0usize);
+        let report: SweepReport = run_sweep_until(
             &mut path,
             &ys[..n_train],
             &SweepSpec {
@@ -492,23 +513,20 @@ impl MondrianKernelRidge {
                 learner: Learner::Ridge,
                 max_features: params.max_features,
                 average: None,
+                every_event: false,
+            },
+            |p| {
+                let s = score(p);
+                if s < best {
+                    (best, since_best) = (s, 0);
+                } else {
+                    since_best += 1;
+                }
+                patience.is_none_or(|k| since_best < k)
             },
         )?;
-        let scores: Vec<f64> = report
-            .points
-            .iter()
-            .map(|p| match criterion {
-                Criterion::Validation => {
-                    let sq: f64 = p.predictions[n_train..]
-                        .iter()
-                        .zip(&ys[n_train..])
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum();
-                    sq / n_val as f64
-                }
-                Criterion::Evidence => -p.log_evidence.unwrap_or(f64::NEG_INFINITY),
-            })
-            .collect();
+        let mut scores: Vec<f64> = report.points.iter().map(score).collect();
+        scores.resize(grid.len(), f64::NAN);
         let best = scores
             .iter()
             .enumerate()
@@ -525,6 +543,31 @@ impl MondrianKernelRidge {
             .map(|l| scores[grid.iter().position(|g| g == l).expect("in the grid")])
             .collect();
         Ok((model, by_caller))
+    }
+}
+
+/// How [`MondrianKernelRidge::fit_cv`] searches the lifetime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LifetimeSearch {
+    /// The lifetimes to read (any order; duplicates are read once).
+    pub lifetimes: Vec<f64>,
+    /// Held-out error or evidence.
+    pub criterion: Criterion,
+    /// Share of the rows held out for [`Criterion::Validation`], in (0, 1).
+    pub validation_fraction: f64,
+    /// Stop after this many readings in a row without a better score (`None`: read all).
+    pub patience: Option<usize>,
+}
+
+impl LifetimeSearch {
+    /// Validation on a 20 % hold-out, every lifetime read.
+    pub fn validation(lifetimes: Vec<f64>) -> Self {
+        Self {
+            lifetimes,
+            criterion: Criterion::Validation,
+            validation_fraction: 0.2,
+            patience: None,
+        }
     }
 }
 

@@ -36,13 +36,13 @@ pub use bayes::{
 };
 pub use dense::dense_cholesky;
 pub use features::{Csr, Extension, KernelParams, MondrianKernel};
-pub use learners::{KernelRidgeParams, MondrianKernelRidge};
+pub use learners::{KernelRidgeParams, LifetimeSearch, MondrianKernelRidge};
 pub use path::{Event, LifetimePath};
 pub use ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
 pub use sgd::{SgdParams, SparseSgd};
 pub use sweep::{
-    profiled_log_evidence, run_sweep, Averaged, Averaging, Criterion, Learner, LifetimePrior,
-    SweepPoint, SweepReport, SweepSpec,
+    profiled_log_evidence, run_sweep, run_sweep_until, Averaged, Averaging, Criterion, Learner,
+    LifetimePrior, SweepPoint, SweepReport, SweepSpec,
 };
 
 /// `100·‖ŷ − y‖₂ / ‖y‖₂` on raw targets, the paper's "relative error" (spec A30).
