@@ -103,6 +103,26 @@ def test_cv_reads_one_sweep_and_refits_at_its_choice(wave):
         assert cv.score(Xt, yt) > 0.8
 
 
+def test_cv_patience_stops_the_sweep_after_k_readings_without_improvement(wave):
+    X, y, _, _ = wave
+    grid = np.geomspace(0.3, 300, 16)
+    full = MondrianKernelRidgeCV(lifetimes=grid, n_trees=10, alpha=1e-3, random_state=2).fit(X, y)
+    for k in (1, 2):
+        cv = MondrianKernelRidgeCV(
+            lifetimes=grid, n_trees=10, alpha=1e-3, patience=k, random_state=2
+        ).fit(X, y)
+        # Where the rule stops, from the full search's scores.
+        best, since, read = np.inf, 0, 0
+        for s in full.scores_:
+            read += 1
+            best, since = (s, 0) if s < best else (best, since + 1)
+            if since >= k:
+                break
+        np.testing.assert_array_equal(cv.scores_[:read], full.scores_[:read])
+        assert np.isnan(cv.scores_[read:]).all()
+        assert cv.lifetime_ == grid[np.nanargmin(cv.scores_)]
+
+
 def test_kernel_sweep_learners(wave):
     X, y, Xt, yt = wave
     allx = np.vstack([X, Xt])
@@ -157,6 +177,8 @@ def test_pickle_and_files_round_trip(wave, tmp_path):
         lambda: MondrianKernelRidgeCV(lifetimes=[]),
         lambda: MondrianKernelRidgeCV(lifetimes=[1.0, -2.0]),
         lambda: MondrianKernelRidgeCV(lifetimes=[1.0], criterion="magic"),
+        lambda: MondrianKernelRidgeCV(lifetimes=[1.0], patience=0),
+        lambda: MondrianKernelRidgeCV(lifetimes=[1.0], patience=1.5),
     ],
 )
 def test_bad_parameters_are_clear_errors(make, wave):
