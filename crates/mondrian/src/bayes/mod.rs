@@ -10,14 +10,21 @@
 //! * [`proposal`], [`smc`]: top-down SMC (§3): proposals, expansion orders, resampling,
 //!   evidence, islands.
 //! * [`model`]: [`SmcTreeClassifier`] and [`SmcTreeRegressor`], fit and predict.
+//! * [`diagnostics`]: CODA-compatible effective sample size (§5.5).
+//! * [`hypercube`]: the hypercube-D data of §5.3.
+pub mod diagnostics;
+pub mod hypercube;
 pub mod likelihood;
 pub mod model;
 pub mod prior;
 pub mod proposal;
+pub mod resample;
 pub mod smc;
 pub mod special;
 pub mod tree;
 
+pub use diagnostics::{effective_size, ess_per_second};
+pub use hypercube::{hypercube, Hypercube};
 pub use likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
     RegressionLeafModel, SufficientStats,
@@ -27,8 +34,8 @@ pub use model::{
 };
 pub use prior::CgmPrior;
 pub use proposal::{Proposal, SplitValue};
+pub use resample::Resampler;
 pub use smc::{
-    sample_prior_tree, Expansion, IslandRun, IslandWeighting, Resampler, SmcParams, SmcPosterior,
-    WeightedTree,
+    sample_prior_tree, Expansion, IslandRun, IslandWeighting, SmcParams, SmcPosterior, WeightedTree,
 };
 pub use tree::{BayesTree, Features, Node};

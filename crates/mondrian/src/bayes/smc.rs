@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::likelihood::LeafModel;
 use super::prior::CgmPrior;
 use super::proposal::{Context, Proposal, SplitValue};
+use super::resample::{ancestors, copy_ancestors, effective_particles, Resampler};
 use super::special::{log_add_exp, log_sum_exp};
 use super::tree::{BayesTree, Features, Kind, NodeData};
 use crate::error::{MondrianError, Result};
@@ -40,16 +41,6 @@ pub enum Expansion {
     NodeMinMarginal,
     /// Every node of E at once: a stage is a depth layer.
     LayerWise,
-}
-
-/// How ancestors are drawn (§3.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Resampler {
-    /// C independent draws from Cat(w̄) (the default; [T]'s experiments).
-    #[default]
-    Multinomial,
-    /// One uniform u, ancestors at u + i/C (Douc et al. 2005).
-    Systematic,
 }
 
 /// How islands combine (§3.7).
@@ -262,38 +253,6 @@ fn stream(seed: u64, island: usize, stage: usize, index: u64) -> Xoshiro256PlusP
     Xoshiro256PlusPlus::seed_from_u64(key)
 }
 
-/// Effective sample size 1/Σ w̄² of log-weights.
-pub fn effective_particles(log_weights: &[f64]) -> f64 {
-    let total = log_sum_exp(log_weights);
-    let sum_sq: f64 = log_weights.iter().map(|w| (2.0 * (w - total)).exp()).sum();
-    1.0 / sum_sq
-}
-
-/// Ancestor indices a_1 ≤ … ≤ a_C from normalised weights.
-fn ancestors<R: Rng>(weights: &[f64], scheme: Resampler, rng: &mut R) -> Vec<usize> {
-    let c = weights.len();
-    let mut points: Vec<f64> = match scheme {
-        Resampler::Multinomial => (0..c).map(|_| rng.gen::<f64>()).collect(),
-        Resampler::Systematic => {
-            let u = rng.gen::<f64>();
-            (0..c).map(|i| (u + i as f64) / c as f64).collect()
-        }
-    };
-    points.sort_unstable_by(f64::total_cmp);
-    let total: f64 = weights.iter().sum();
-    let mut out = Vec::with_capacity(c);
-    let (mut i, mut upper) = (0, weights[0] / total);
-    let last_positive = weights.iter().rposition(|&w| w > 0.0).unwrap_or(c - 1);
-    for u in points {
-        while u >= upper && i < last_positive {
-            i += 1;
-            upper += weights[i] / total;
-        }
-        out.push(i);
-    }
-    out
-}
-
 /// Resamples: particle c becomes a copy of a_c, and every log-weight becomes log(W/C).
 fn resample<S, R: Rng>(
     particles: Vec<Particle<S>>,
@@ -304,27 +263,12 @@ fn resample<S, R: Rng>(
     let log_total = log_sum_exp(&log_w);
     let weights: Vec<f64> = log_w.iter().map(|w| (w - log_total).exp()).collect();
     let parents = ancestors(&weights, scheme, rng);
-    let mut uses = vec![0usize; particles.len()];
-    for &a in &parents {
-        uses[a] += 1;
-    }
     let log_mean = log_total - (particles.len() as f64).ln();
-    let mut slots: Vec<Option<Particle<S>>> = particles.into_iter().map(Some).collect();
-    parents
-        .iter()
-        .map(|&a| {
-            uses[a] -= 1;
-            // The last copy takes the original; the others clone it (shared node data).
-            let mut p = if uses[a] == 0 {
-                slots[a].take()
-            } else {
-                slots[a].clone()
-            }
-            .expect("an ancestor is moved out only at its last use");
-            p.log_weight = log_mean;
-            p
-        })
-        .collect()
+    let mut out = copy_ancestors(particles, &parents);
+    for p in &mut out {
+        p.log_weight = log_mean;
+    }
+    out
 }
 
 /// One island's result.
@@ -621,27 +565,6 @@ pub fn sample_prior_tree<L: LeafModel, R: Rng>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ancestors_follow_the_weights() {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        let w = [0.0, 0.5, 0.0, 0.5];
-        for scheme in [Resampler::Multinomial, Resampler::Systematic] {
-            let a = ancestors(&w, scheme, &mut rng);
-            assert_eq!(a.len(), 4);
-            assert!(a.iter().all(|&i| i == 1 || i == 3), "{a:?}");
-        }
-        // Systematic resampling gives each particle ⌊C w̄⌋ or ⌈C w̄⌉ copies.
-        let w = [0.1, 0.2, 0.3, 0.4];
-        let a = ancestors(&w, Resampler::Systematic, &mut rng);
-        let mut counts = [0usize; 4];
-        for i in a {
-            counts[i] += 1;
-        }
-        for (c, w) in counts.iter().zip(w) {
-            assert!((*c as f64 - 4.0 * w).abs() < 1.0, "{counts:?}");
-        }
-    }
 
     #[test]
     fn resampling_keeps_the_total_weight() {
