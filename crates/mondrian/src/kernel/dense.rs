@@ -142,18 +142,24 @@ mod tests {
         }
     }
 
+    /// `G Gᵀ + 0.1 I` for a random n×n `G`, row-major.
+    fn spd(rng: &mut Rng, n: usize) -> Vec<f64> {
+        let g: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                a[i * n + j] = (0..n).map(|k| g[i * n + k] * g[j * n + k]).sum::<f64>();
+            }
+            a[i * n + i] += 0.1;
+        }
+        a
+    }
+
     #[test]
     fn dense_cholesky_matches_textbook() {
         let mut rng = Rng(3);
         for n in [1usize, 2, 7, 48, 49, 97, 150] {
-            let g: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
-            let mut a = vec![0.0; n * n];
-            for i in 0..n {
-                for j in 0..n {
-                    a[i * n + j] = (0..n).map(|k| g[i * n + k] * g[j * n + k]).sum::<f64>();
-                }
-                a[i * n + i] += 0.1;
-            }
+            let a = spd(&mut rng, n);
             let l = dense_cholesky(&a, n).unwrap();
             // L Lᵀ reproduces A, and the upper triangle is zero.
             for i in 0..n {
@@ -171,14 +177,7 @@ mod tests {
     fn packed_layout_gives_the_same_factor() {
         let mut rng = Rng(5);
         for n in [1usize, 3, 48, 50, 101] {
-            let g: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
-            let mut a = vec![0.0; n * n];
-            for i in 0..n {
-                for j in 0..n {
-                    a[i * n + j] = (0..n).map(|k| g[i * n + k] * g[j * n + k]).sum::<f64>();
-                }
-                a[i * n + i] += 0.1;
-            }
+            let a = spd(&mut rng, n);
             let full = dense_cholesky(&a, n).unwrap();
             let mut packed: Vec<f64> = (0..n)
                 .flat_map(|i| a[i * n..i * n + i + 1].to_vec())
