@@ -15,6 +15,10 @@ export CARGO_BUILD_JOBS=2
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -j 2 -- -D warnings
 cargo test --workspace -j 2 2>&1
+# The experimental online boosting (Cargo feature `experimental`) and its tests.
+cargo clippy -p mondrian --all-targets --features experimental -j 2 -- -D warnings
+cargo test -p mondrian --features experimental -j 2 --test boost
+cargo test -p mondrian --features experimental -j 2 --lib forest::boost
 
 PYTHON="${PYTHON:-python3}"
 VENV=target/pyenv

@@ -15,6 +15,8 @@
 //! | `weights.rs` | sample weights and bagging: how many copies of a row each tree takes |
 //! | `classifier.rs`, `regressor.rs` | the models: parameters, statistics, prediction |
 
+#[cfg(feature = "experimental")]
+pub mod boost;
 mod classifier;
 mod density;
 mod grow;
