@@ -8,6 +8,8 @@
 
 use std::fmt::Debug;
 
+use serde::{Deserialize, Serialize};
+
 use super::special::{ln_gamma, LN_2PI};
 use crate::error::{MondrianError, Result};
 
@@ -78,7 +80,7 @@ fn positive_finite(name: &'static str, v: f64) -> Result<()> {
 // ---------------------------------------------------------------------------------------
 
 /// Label counts of a leaf: c_k for classes 0..K.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassCounts {
     counts: Vec<u32>,
     total: u32,
@@ -203,7 +205,7 @@ impl LeafModel for DirichletMultinomial {
 
 /// Count, mean and sum of squared deviations of real targets (Welford form, §2.1: the
 /// sums Σy and Σy² cancel catastrophically in the marginals).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Moments {
     n: u64,
     mean: f64,
@@ -281,7 +283,7 @@ impl SufficientStats<f64> for Moments {
 
 /// Normal leaves with known noise variance (§2.1 R1, the BART node marginal (4.9)):
 /// y_i | μ ~ N(μ, σ²), μ ~ N(m, s²).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NormalKnownVariance {
     /// Prior mean m of the leaf value.
     pub mean: f64,
@@ -351,7 +353,7 @@ impl RegressionLeafModel for NormalKnownVariance {
 
 /// Normal–inverse-gamma leaves (§2.1 R2): y_i | μ, σ_j² ~ N(μ, σ_j²),
 /// μ | σ_j² ~ N(m0, σ_j²/κ0), σ_j² ~ IG(a0, b0), each leaf with its own noise.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NormalInverseGamma {
     /// Prior mean m0.
     pub m0: f64,

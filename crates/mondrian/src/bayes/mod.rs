@@ -9,9 +9,11 @@
 //! * [`tree`]: the tree a particle grows, and the presorted training features.
 //! * [`proposal`], [`smc`]: top-down SMC (§3): proposals, expansion orders, resampling,
 //!   evidence, islands.
-//! * [`model`]: [`SmcTreeClassifier`] and [`SmcTreeRegressor`], fit and predict.
+//! * [`model`]: [`SmcTreeClassifier`] and [`SmcTreeRegressor`], fit and predict; both are
+//!   [`Persistent`](crate::Persistent) (`decode.rs`: an owned form, checked on load).
 //! * [`diagnostics`]: CODA-compatible effective sample size (§5.5).
 //! * [`hypercube`]: the hypercube-D data of §5.3.
+mod decode;
 pub mod diagnostics;
 pub mod hypercube;
 pub mod likelihood;

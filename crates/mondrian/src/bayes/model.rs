@@ -18,6 +18,7 @@
 //! ```
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use super::likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
@@ -37,12 +38,12 @@ const PREDICTION_BLOCK: usize = 64;
 
 /// A fitted posterior with its leaf model.
 #[derive(Debug, Clone)]
-struct Fitted<L: LeafModel> {
-    model: L,
-    n_features: usize,
+pub(super) struct Fitted<L: LeafModel> {
+    pub(super) model: L,
+    pub(super) n_features: usize,
     /// Predict on the caller's thread (`n_threads == 1`).
-    serial: bool,
-    posterior: SmcPosterior<L::Stats>,
+    pub(super) serial: bool,
+    pub(super) posterior: SmcPosterior<L::Stats>,
 }
 
 impl<L: LeafModel> Fitted<L> {
@@ -107,7 +108,7 @@ fn no_fit() -> MondrianError {
 // ---------------------------------------------------------------------------------------
 
 /// Settings of [`SmcTreeClassifier`]: the sampler and the Dirichlet–multinomial leaves.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmcClassifierParams {
     /// The particle system and the tree prior.
     pub smc: SmcParams,
@@ -138,8 +139,8 @@ impl Params for SmcClassifierParams {
 /// trees approximating p(T | Y, X) under the CGM prior and Dirichlet–multinomial leaves.
 #[derive(Debug, Clone)]
 pub struct SmcTreeClassifier {
-    params: Checked<SmcClassifierParams>,
-    fitted: Option<Fitted<DirichletMultinomial>>,
+    pub(super) params: Checked<SmcClassifierParams>,
+    pub(super) fitted: Option<Fitted<DirichletMultinomial>>,
 }
 
 impl SmcTreeClassifier {
@@ -303,7 +304,7 @@ impl<T: FeatureValue> Predict<T> for SmcTreeClassifier {
 // ---------------------------------------------------------------------------------------
 
 /// The leaf model of [`SmcTreeRegressor`] (§2.1).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub enum RegressionLeaf {
     /// Normal–inverse-gamma leaves with the hyper-parameters of
     /// [`NormalInverseGamma::calibrated`] from the training targets (§2.1 R2 [REC]).
@@ -316,7 +317,7 @@ pub enum RegressionLeaf {
 }
 
 /// Settings of [`SmcTreeRegressor`].
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SmcRegressorParams {
     /// The particle system and the tree prior.
     pub smc: SmcParams,
@@ -336,7 +337,7 @@ impl Params for SmcRegressorParams {
 }
 
 #[derive(Debug, Clone)]
-enum FittedRegression {
+pub(super) enum FittedRegression {
     Nig(Fitted<NormalInverseGamma>),
     Known(Fitted<NormalKnownVariance>),
 }
@@ -344,8 +345,8 @@ enum FittedRegression {
 /// A Bayesian regression tree fitted by top-down SMC (§3 with the leaves of §2.1).
 #[derive(Debug, Clone)]
 pub struct SmcTreeRegressor {
-    params: Checked<SmcRegressorParams>,
-    fitted: Option<FittedRegression>,
+    pub(super) params: Checked<SmcRegressorParams>,
+    pub(super) fitted: Option<FittedRegression>,
 }
 
 fn mean_variance<L: RegressionLeafModel, T: FeatureValue>(

@@ -376,7 +376,7 @@ impl<S: Send + Sync> SmcPosterior<S> {
         Ok(Self::combine(islands, params.island_weighting))
     }
 
-    fn combine(islands: Vec<IslandRun<S>>, weighting: IslandWeighting) -> Self {
+    pub(crate) fn combine(islands: Vec<IslandRun<S>>, weighting: IslandWeighting) -> Self {
         let n = islands.len() as f64;
         let log_z: Vec<f64> = islands.iter().map(|r| r.log_evidence).collect();
         let log_evidence = log_sum_exp(&log_z) - n.ln();
