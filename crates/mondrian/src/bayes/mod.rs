@@ -13,7 +13,9 @@
 //!   [`Persistent`](crate::Persistent) (`decode.rs`: an owned form, checked on load).
 //! * [`diagnostics`]: CODA-compatible effective sample size (§5.5).
 //! * [`hypercube`]: the hypercube-D data of §5.3.
+//! * [`bart`]: BART with CGM, GrowPrune and particle Gibbs tree samplers (§4).
 mod decode;
+pub mod bart;
 pub mod diagnostics;
 pub mod hypercube;
 pub mod likelihood;
@@ -25,6 +27,9 @@ pub mod smc;
 pub mod special;
 pub mod tree;
 
+pub use bart::{
+    BartClassifier, BartParams, BartRegressor, CgmMoves, PgInit, SigmaHat, TreeOrder, TreeSampler,
+};
 pub use diagnostics::{effective_size, ess_per_second};
 pub use hypercube::{hypercube, Hypercube};
 pub use likelihood::{

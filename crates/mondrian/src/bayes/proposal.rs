@@ -61,7 +61,7 @@ pub(crate) struct Context<'a, L: LeafModel> {
 
 /// A uniform draw from [lo, hi) (lo < hi), never hi itself, which would send every point
 /// left: rounding in lo + u(hi − lo) can reach it.
-fn uniform_below<R: Rng>(lo: f64, hi: f64, rng: &mut R) -> f64 {
+pub(crate) fn uniform_below<R: Rng>(lo: f64, hi: f64, rng: &mut R) -> f64 {
     loop {
         let x = lo + (hi - lo) * rng.gen::<f64>();
         if x < hi {

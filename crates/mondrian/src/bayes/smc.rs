@@ -159,11 +159,11 @@ impl Params for SmcParams {
 /// stop are made leaves at once and never take a stage, §3.2 / A9), its log-weight, and
 /// the log prior probability of its decisions.
 #[derive(Debug)]
-struct Particle<S> {
-    tree: BayesTree<S>,
-    open: VecDeque<u32>,
-    log_weight: f64,
-    log_prior: f64,
+pub(crate) struct Particle<S> {
+    pub(crate) tree: BayesTree<S>,
+    pub(crate) open: VecDeque<u32>,
+    pub(crate) log_weight: f64,
+    pub(crate) log_prior: f64,
 }
 
 impl<S> Clone for Particle<S> {
@@ -178,7 +178,7 @@ impl<S> Clone for Particle<S> {
 }
 
 impl<S> Particle<S> {
-    fn new(root: &Arc<NodeData<S>>, prior: &CgmPrior) -> Self {
+    pub(crate) fn new(root: &Arc<NodeData<S>>, prior: &CgmPrior) -> Self {
         let mut particle = Particle {
             tree: BayesTree::with_root(Arc::clone(root)),
             open: VecDeque::new(),
@@ -190,7 +190,7 @@ impl<S> Particle<S> {
     }
 
     /// Puts a new open node in E, or makes it a leaf when it cannot split.
-    fn queue_or_stop(&mut self, j: u32, prior: &CgmPrior) {
+    pub(crate) fn queue_or_stop(&mut self, j: u32, prior: &CgmPrior) {
         if prior.node_can_split(&self.tree.nodes[j as usize]) {
             self.open.push_back(j);
         } else {
@@ -210,7 +210,7 @@ impl<S> Particle<S> {
     }
 
     /// One stage (the particle's E is not empty).
-    fn stage<L: LeafModel<Stats = S>, R: Rng>(
+    pub(crate) fn stage<L: LeafModel<Stats = S>, R: Rng>(
         &mut self,
         ctx: &Context<L>,
         expansion: Expansion,
