@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{anomaly, curve, demo, density, forest, kernel, stream};
+use commands::{anomaly, curve, demo, density, forest, kernel, smc, stream};
 
 #[derive(Parser)]
 #[command(
@@ -82,6 +82,10 @@ enum Command {
     /// kernel exp(−λ‖x − x′‖₁), the search of λ along one sweep, and the features as
     /// LIBSVM rows.
     Kernel(kernel::KernelArgs),
+    /// Bayesian decision trees fitted by top-down sequential Monte Carlo: a weighted set
+    /// of trees approximating the posterior p(T | Y, X) under the CGM tree prior, scored
+    /// by their posterior predictive and the evidence p(Y | X).
+    Smc(smc::SmcArgs),
     /// Stream a real data set (shipped inside the binary) through an online forest and show
     /// test accuracy growing with the data seen.
     Demo,
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         Command::Anomaly(args) => anomaly::run_command(&args),
         Command::Density(args) => density::run_command(&args),
         Command::Kernel(args) => kernel::run_command(&args),
+        Command::Smc(args) => smc::run_command(&args),
         Command::Demo => demo::run(),
     };
     match result {

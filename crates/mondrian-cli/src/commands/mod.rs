@@ -12,6 +12,7 @@ pub(crate) mod kernel;
 pub(crate) mod polya;
 pub(crate) mod regress;
 pub(crate) mod shuffle;
+pub(crate) mod smc;
 pub(crate) mod stream;
 
 use std::path::{Path, PathBuf};
