@@ -158,7 +158,7 @@ impl<L: LeafModel> Context<'_, L> {
         (tree.split(j, dim, threshold, left, right), ratio)
     }
 
-    fn stored_threshold(&self, dim: usize, xi: f64) -> f64 {
+    pub(crate) fn stored_threshold(&self, dim: usize, xi: f64) -> f64 {
         match self.split_value {
             SplitValue::Continuous => xi,
             SplitValue::Midpoint => {

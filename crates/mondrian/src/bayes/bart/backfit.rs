@@ -147,6 +147,7 @@ impl Chain {
             resid,
             model: &model,
             prior: &params.prior,
+            split_value: params.split_value,
         };
         let (tree, moved) = kernel::apply(&loc, old, &params.sampler, self.sweeps == 0, rng);
         let mut values = vec![0.0; tree.nodes.len()];

@@ -58,7 +58,7 @@ fn change<R: Rng>(loc: &Local, tree: &mut BayesTree<Moments>, rng: &mut R) -> bo
     let dims: Vec<usize> = node.valid_dims().collect();
     let dim = dims[rng.gen_range(0..dims.len())];
     let (lo, hi) = node.extent(dim);
-    let xi = uniform_below(lo, hi, rng);
+    let xi = loc.threshold(dim, uniform_below(lo, hi, rng));
     propose(loc, tree, j, &[(j, (dim, xi))], false, rng)
 }
 

@@ -61,7 +61,7 @@ pub(crate) fn grow<R: Rng>(
     let dims: Vec<usize> = node.valid_dims().collect();
     let dim = dims[rng.gen_range(0..dims.len())];
     let (lo, hi) = node.extent(dim);
-    let xi = uniform_below(lo, hi, rng);
+    let xi = loc.threshold(dim, uniform_below(lo, hi, rng));
     let (left, right) = loc.split(&node.data, dim, xi);
     let mut whole = left.stats;
     whole.merge(&right.stats);

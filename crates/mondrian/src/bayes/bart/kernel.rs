@@ -10,6 +10,7 @@ use super::params::{CgmMoves, PgInit, TreeSampler};
 use super::pg;
 use crate::bayes::likelihood::{Moments, NormalKnownVariance};
 use crate::bayes::prior::CgmPrior;
+use crate::bayes::proposal::SplitValue;
 #[cfg(test)]
 use crate::bayes::tree::Kind;
 use crate::bayes::tree::{BayesTree, Features};
@@ -102,6 +103,7 @@ pub fn step_tree<R: Rng>(
         resid: residual,
         model,
         prior,
+        split_value: SplitValue::Continuous,
     };
     let (t, moved) = apply(&loc, tree, sampler, false, rng);
     Ok((t, KernelOutcome { moved }))

@@ -23,6 +23,7 @@ pub(crate) struct Local<'a> {
     pub(crate) resid: &'a [f64],
     pub(crate) model: &'a NormalKnownVariance,
     pub(crate) prior: &'a CgmPrior,
+    pub(crate) split_value: SplitValue,
 }
 
 impl Local<'_> {
@@ -64,8 +65,16 @@ impl Local<'_> {
             model: self.model,
             prior: self.prior,
             proposal: Proposal::Prior,
-            split_value: SplitValue::Continuous,
+            split_value: self.split_value,
         }
+    }
+
+    /// The threshold stored for a draw ξ from the prior rule at a node (A18): ξ itself,
+    /// or the midpoint of the training column's gap that contains it. Either way the
+    /// prior probability of the training partition is the same, and a global gap lies
+    /// wholly inside or outside a node's extent, so the MH ratios do not change.
+    pub(crate) fn threshold(&self, dim: usize, xi: f64) -> f64 {
+        self.context().stored_threshold(dim, xi)
     }
 
     /// log(1 − s) for a node of this data at `depth`: s = p·1[it can split] (§4.5).

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bayes::prior::CgmPrior;
+use crate::bayes::proposal::SplitValue;
 use crate::bayes::smc::MAX_PARTICLES;
 use crate::bayes::special::chi_square_quantile;
 use crate::error::{MondrianError, Result};
@@ -214,6 +215,11 @@ pub struct BartParams {
     pub prior: CgmPrior,
     /// How σ̂ is computed.
     pub sigma_hat: SigmaHat,
+    /// How split locations are stored (A18): the continuous draw ξ ([REC] default), or
+    /// the midpoint of the training gap that contains it (the reference code, which made
+    /// Tables 4.1–4.5). Training partitions have the same law; only test points inside a
+    /// gap between training values are routed differently.
+    pub split_value: SplitValue,
     /// The tree kernel.
     pub sampler: TreeSampler,
     /// Iterations of the Gibbs sampler.
@@ -242,6 +248,7 @@ impl Default for BartParams {
                 min_samples: None,
             },
             sigma_hat: SigmaHat::SampleSd,
+            split_value: SplitValue::Continuous,
             sampler: TreeSampler::default(),
             n_iter: 2000,
             burn_in: 1000,

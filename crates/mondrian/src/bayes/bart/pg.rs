@@ -183,6 +183,7 @@ mod tests {
     use crate::bayes::bart::kernel::structure_key;
     use crate::bayes::likelihood::NormalKnownVariance;
     use crate::bayes::prior::CgmPrior;
+    use crate::bayes::proposal::SplitValue;
     use crate::bayes::smc::sample_prior_tree;
     use crate::bayes::tree::Features;
 
@@ -215,6 +216,7 @@ mod tests {
                 resid: &resid,
                 model: &model,
                 prior: &prior,
+                split_value: SplitValue::Continuous,
             };
             let c = 1 + trial % 12;
             let out = run(&loc, Some(&reference), c, 5000, &mut rng);
