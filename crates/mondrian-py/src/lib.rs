@@ -450,6 +450,7 @@ mod classifier;
 mod density;
 mod kernel;
 mod regressor;
+mod smc;
 
 /// What `load_any` returns: the kind ("classifier", "regressor" or "polya"), the core, the label
 /// value of each class (CLI files) and the feature names (CLI files of named data).
@@ -500,6 +501,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<density::PolyaCore>()?;
     m.add_class::<kernel::KernelFeaturesCore>()?;
     m.add_class::<kernel::KernelRidgeCore>()?;
+    m.add_class::<smc::SmcClassifierCore>()?;
+    m.add_class::<smc::SmcRegressorCore>()?;
     m.add_function(wrap_pyfunction!(kernel::kernel_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

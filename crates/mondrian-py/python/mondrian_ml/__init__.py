@@ -3,6 +3,7 @@
 >>> from mondrian_ml import MondrianForestClassifier, MondrianForestRegressor, load
 >>> from mondrian_ml import MondrianPolyaForest
 >>> from mondrian_ml import MondrianKernelFeatures, MondrianKernelRidge, MondrianKernelRidgeCV
+>>> from mondrian_ml import SMCTreeClassifier, SMCTreeRegressor
 
 river's own base classes are in :mod:`mondrian_ml.river` (which imports river).
 """
@@ -18,6 +19,7 @@ from ._kernel import (
 from ._load import load
 from ._polya import MondrianPolyaForest
 from ._regressor import MondrianForestRegressor
+from ._smc import SMCTreeClassifier, SMCTreeRegressor
 
 __all__ = [
     "MondrianForestClassifier",
@@ -26,6 +28,8 @@ __all__ = [
     "MondrianKernelRidge",
     "MondrianKernelRidgeCV",
     "MondrianPolyaForest",
+    "SMCTreeClassifier",
+    "SMCTreeRegressor",
     "__version__",
     "kernel_sweep",
     "load",

@@ -253,6 +253,11 @@ impl SmcTreeClassifier {
     pub fn n_classes(&self) -> Option<usize> {
         self.fitted.as_ref().map(|f| f.model.n_classes())
     }
+
+    /// The width of the training rows, once fitted.
+    pub fn n_features(&self) -> Option<usize> {
+        self.fitted.as_ref().map(|f| f.n_features)
+    }
 }
 
 fn check_labels(y: &[usize], n_rows: usize, k: usize) -> Result<()> {
@@ -469,6 +474,14 @@ impl SmcTreeRegressor {
         match self.fitted.as_ref().ok_or_else(no_fit)? {
             FittedRegression::Nig(f) => Ok(&f.posterior),
             FittedRegression::Known(f) => Ok(&f.posterior),
+        }
+    }
+
+    /// The width of the training rows, once fitted.
+    pub fn n_features(&self) -> Option<usize> {
+        match self.fitted.as_ref()? {
+            FittedRegression::Nig(f) => Some(f.n_features),
+            FittedRegression::Known(f) => Some(f.n_features),
         }
     }
 }
