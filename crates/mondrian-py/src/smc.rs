@@ -1,6 +1,6 @@
 //! `SmcClassifierCore` and `SmcRegressorCore`: Bayesian decision trees fitted by top-down
 //! SMC (spec `bayesian-trees.md` §3) for `mondrian_ml.SMCTreeClassifier` and
-//! `SMCTreeRegressor`; files and pickling come from `file_methods!`.
+//! `SMCTreeRegressor`; their shared methods come from `smc_methods!`.
 
 use std::sync::atomic::AtomicUsize;
 
@@ -114,8 +114,81 @@ fn posterior_summary<'py, S: Send + Sync>(
     Ok(d)
 }
 
-fn py_err_contiguous(_: numpy::AsSliceError) -> PyErr {
-    pyo3::exceptions::PyValueError::new_err("y must be a contiguous float64 array")
+/// Regression targets from a contiguous float64 array.
+fn values(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
+    let y = y.as_slice().map_err(|_: numpy::AsSliceError| {
+        pyo3::exceptions::PyValueError::new_err("y must be a contiguous float64 array")
+    })?;
+    Ok(y.to_vec())
+}
+
+/// The methods both SMC cores share: `wrap`, fitting, the log predictive, the evidence,
+/// the width, the posterior summary, and (through `file_methods!`) files and pickling.
+/// `$target` is the numpy element type of `y` and `$convert` turns it into the library's.
+macro_rules! smc_methods {
+    ($core:ident, $model:ty, $target:ty, $convert:ident) => {
+        impl $core {
+            pub(crate) fn wrap(inner: $model) -> Self {
+                $core {
+                    inner,
+                    last_input_address: AtomicUsize::new(0),
+                }
+            }
+        }
+
+        #[pymethods]
+        impl $core {
+            /// Fits on a C-contiguous float64/float32 matrix and its targets (int64 class
+            /// indices or float64 values), with the GIL released.
+            fn fit(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: PyReadonlyArray1<'_, $target>,
+            ) -> PyResult<()> {
+                let y = $convert(&y)?;
+                let model = &mut self.inner;
+                with_features(x, &self.last_input_address, |f, _, d| {
+                    each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
+                })
+            }
+
+            /// log p(y_i | x_i) of each row under the posterior predictive.
+            fn log_predictive<'py>(
+                &self,
+                py: Python<'py>,
+                x: &Bound<'py, PyAny>,
+                y: PyReadonlyArray1<'py, $target>,
+            ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+                let y = $convert(&y)?;
+                let model = &self.inner;
+                let out = with_features(x, &self.last_input_address, |f, _, d| {
+                    each_precision!(f, v => py.detach(|| model.log_predictive(v, d, &y)))
+                        .map_err(py_err)
+                })?;
+                Ok(out.into_pyarray(py))
+            }
+
+            /// log Ẑ, the SMC estimate of the evidence p(Y | X).
+            #[getter]
+            fn log_evidence(&self) -> PyResult<f64> {
+                self.inner.log_evidence().map_err(py_err)
+            }
+
+            /// Width of the rows, once fitted.
+            #[getter]
+            fn n_features(&self) -> Option<usize> {
+                self.inner.n_features()
+            }
+
+            /// The posterior's shape (see `posterior_summary`).
+            fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                posterior_summary(py, self.inner.posterior().map_err(py_err)?)
+            }
+        }
+
+        file_methods!($core, $model);
+    };
 }
 
 /// The Rust SMC tree classifier. Labels are class indices `0..K`; the Python class maps
@@ -124,15 +197,6 @@ fn py_err_contiguous(_: numpy::AsSliceError) -> PyErr {
 pub(crate) struct SmcClassifierCore {
     inner: SmcTreeClassifier,
     last_input_address: AtomicUsize,
-}
-
-impl SmcClassifierCore {
-    pub(crate) fn wrap(inner: SmcTreeClassifier) -> Self {
-        SmcClassifierCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
 }
 
 #[pymethods]
@@ -183,21 +247,6 @@ impl SmcClassifierCore {
         Ok(Self::wrap(SmcTreeClassifier::new(params).map_err(py_err)?))
     }
 
-    /// Fits on a C-contiguous float64/float32 matrix and int64 class indices, with the GIL
-    /// released.
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<()> {
-        let y = labels(&y)?;
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
-        })
-    }
-
     /// Posterior predictive class probabilities, `n_rows × K`.
     fn predict_proba<'py>(
         &self,
@@ -227,46 +276,14 @@ impl SmcClassifierCore {
         Ok(out.into_pyarray(py))
     }
 
-    /// log p(y_i | x_i) of each row under the posterior predictive.
-    fn log_predictive<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, i64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let y = labels(&y)?;
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.log_predictive(v, d, &y))).map_err(py_err)
-        })?;
-        Ok(out.into_pyarray(py))
-    }
-
-    /// log Ẑ, the SMC estimate of the evidence p(Y | X).
-    #[getter]
-    fn log_evidence(&self) -> PyResult<f64> {
-        self.inner.log_evidence().map_err(py_err)
-    }
-
     /// K, once fitted.
     #[getter]
     fn n_classes(&self) -> Option<usize> {
         self.inner.n_classes()
     }
-
-    /// Width of the rows, once fitted.
-    #[getter]
-    fn n_features(&self) -> Option<usize> {
-        self.inner.n_features()
-    }
-
-    /// The posterior's shape (see `posterior_summary`).
-    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        posterior_summary(py, self.inner.posterior().map_err(py_err)?)
-    }
 }
 
-file_methods!(SmcClassifierCore, SmcTreeClassifier);
+smc_methods!(SmcClassifierCore, SmcTreeClassifier, i64, labels);
 
 /// Predictive means and variances.
 type MeanVariance<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
@@ -277,15 +294,6 @@ type MeanVariance<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 pub(crate) struct SmcRegressorCore {
     inner: SmcTreeRegressor,
     last_input_address: AtomicUsize,
-}
-
-impl SmcRegressorCore {
-    pub(crate) fn wrap(inner: SmcTreeRegressor) -> Self {
-        SmcRegressorCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
 }
 
 #[pymethods]
@@ -332,20 +340,6 @@ impl SmcRegressorCore {
         Ok(Self::wrap(SmcTreeRegressor::new(params).map_err(py_err)?))
     }
 
-    /// Fits on rows and float64 targets, with the GIL released.
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: &Bound<'_, PyAny>,
-        y: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<()> {
-        let y = y.as_slice().map_err(py_err_contiguous)?.to_vec();
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
-        })
-    }
-
     /// Posterior predictive means and variances (the weighted mixture of the particles').
     fn predict_mean_variance<'py>(
         &self,
@@ -358,38 +352,6 @@ impl SmcRegressorCore {
         })?;
         Ok((m.into_pyarray(py), v.into_pyarray(py)))
     }
-
-    /// log p(y_i | x_i) of each row under the posterior predictive mixture.
-    fn log_predictive<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, f64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let y = y.as_slice().map_err(py_err_contiguous)?.to_vec();
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.log_predictive(v, d, &y))).map_err(py_err)
-        })?;
-        Ok(out.into_pyarray(py))
-    }
-
-    /// log Ẑ, the SMC estimate of the evidence p(Y | X).
-    #[getter]
-    fn log_evidence(&self) -> PyResult<f64> {
-        self.inner.log_evidence().map_err(py_err)
-    }
-
-    /// Width of the rows, once fitted.
-    #[getter]
-    fn n_features(&self) -> Option<usize> {
-        self.inner.n_features()
-    }
-
-    /// The posterior's shape (see `posterior_summary`).
-    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        posterior_summary(py, self.inner.posterior().map_err(py_err)?)
-    }
 }
 
-file_methods!(SmcRegressorCore, SmcTreeRegressor);
+smc_methods!(SmcRegressorCore, SmcTreeRegressor, f64, values);

@@ -14,8 +14,10 @@
 //! * [`diagnostics`]: CODA-compatible effective sample size (§5.5).
 //! * [`hypercube`]: the hypercube-D data of §5.3.
 //! * [`bart`]: BART with CGM, GrowPrune and particle Gibbs tree samplers (§4).
-mod decode;
+#[macro_use]
+mod shared;
 pub mod bart;
+mod decode;
 pub mod diagnostics;
 pub mod hypercube;
 pub mod likelihood;

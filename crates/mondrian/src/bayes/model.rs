@@ -24,11 +24,12 @@ use super::likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
     RegressionLeafModel,
 };
+use super::shared::check_targets;
 use super::smc::{SmcParams, SmcPosterior};
 use super::tree::Features;
-use crate::data::{FeatureValue, Rows, MAX_TARGET};
+use crate::data::{FeatureValue, Rows};
 use crate::error::{MondrianError, Result};
-use crate::model::{Checked, Fit, Model, Params, Predict};
+use crate::model::{Checked, Model, Params};
 
 /// Most classes inferred from the labels when `n_classes` is not given.
 pub const MAX_INFERRED_CLASSES: usize = 1 << 16;
@@ -277,32 +278,7 @@ fn check_labels(y: &[usize], n_rows: usize, k: usize) -> Result<()> {
     }
 }
 
-impl Model for SmcTreeClassifier {
-    type Target = usize;
-    type Params = SmcClassifierParams;
-    fn with_params(params: Checked<SmcClassifierParams>) -> Self {
-        SmcTreeClassifier {
-            params,
-            fitted: None,
-        }
-    }
-    fn params(&self) -> &SmcClassifierParams {
-        &self.params
-    }
-}
-
-impl<T: FeatureValue> Fit<T> for SmcTreeClassifier {
-    fn fit(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
-        SmcTreeClassifier::fit(self, x, n_features, y)
-    }
-}
-
-impl<T: FeatureValue> Predict<T> for SmcTreeClassifier {
-    type Prediction = Vec<usize>;
-    fn predict(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
-        SmcTreeClassifier::predict(self, x, n_features)
-    }
-}
+impl_model!(SmcTreeClassifier, SmcClassifierParams, usize);
 
 // ---------------------------------------------------------------------------------------
 // Regression
@@ -382,26 +358,6 @@ fn log_density<L: RegressionLeafModel, T: FeatureValue>(
     f.accumulate(x, n_features, 1, f64::NEG_INFINITY, |i, s, w, out| {
         out[0] = super::special::log_add_exp(out[0], w.ln() + f.model.log_predictive(s, y[i]));
     })
-}
-
-fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
-    if y.len() != n_rows {
-        return Err(MondrianError::LengthMismatch {
-            n_rows,
-            n_labels: y.len(),
-        });
-    }
-    if let Some(row) = y.iter().position(|v| !v.is_finite()) {
-        return Err(MondrianError::NonFiniteTarget { row, value: y[row] });
-    }
-    if let Some(row) = y.iter().position(|v| v.abs() > MAX_TARGET) {
-        return Err(MondrianError::TargetOverflow {
-            row,
-            value: y[row],
-            max: MAX_TARGET,
-        });
-    }
-    Ok(())
 }
 
 impl SmcTreeRegressor {
@@ -486,29 +442,4 @@ impl SmcTreeRegressor {
     }
 }
 
-impl Model for SmcTreeRegressor {
-    type Target = f64;
-    type Params = SmcRegressorParams;
-    fn with_params(params: Checked<SmcRegressorParams>) -> Self {
-        SmcTreeRegressor {
-            params,
-            fitted: None,
-        }
-    }
-    fn params(&self) -> &SmcRegressorParams {
-        &self.params
-    }
-}
-
-impl<T: FeatureValue> Fit<T> for SmcTreeRegressor {
-    fn fit(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
-        SmcTreeRegressor::fit(self, x, n_features, y)
-    }
-}
-
-impl<T: FeatureValue> Predict<T> for SmcTreeRegressor {
-    type Prediction = Vec<f64>;
-    fn predict(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        SmcTreeRegressor::predict(self, x, n_features)
-    }
-}
+impl_model!(SmcTreeRegressor, SmcRegressorParams, f64);

@@ -244,6 +244,17 @@ impl<S> Particle<S> {
     }
 }
 
+/// One target per row of `features`.
+fn check_lengths(features: &Features, n_targets: usize) -> Result<()> {
+    if n_targets != features.n_rows() {
+        return Err(MondrianError::LengthMismatch {
+            n_rows: features.n_rows(),
+            n_labels: n_targets,
+        });
+    }
+    Ok(())
+}
+
 /// The generator of stream (seed, island, stage, index).
 fn stream(seed: u64, island: usize, stage: usize, index: u64) -> Xoshiro256PlusPlus {
     let mut key = mix64(seed ^ 0x6a09_e667_f3bc_c908);
@@ -331,12 +342,7 @@ impl<S: Send + Sync> SmcPosterior<S> {
         targets: &[L::Target],
         model: &L,
     ) -> Result<Self> {
-        if targets.len() != features.n_rows() {
-            return Err(MondrianError::LengthMismatch {
-                n_rows: features.n_rows(),
-                n_labels: targets.len(),
-            });
-        }
+        check_lengths(features, targets.len())?;
         let ctx = Context {
             features,
             targets,
@@ -539,12 +545,7 @@ pub fn sample_prior_tree<L: LeafModel, R: Rng>(
     rng: &mut R,
 ) -> Result<(BayesTree<L::Stats>, f64)> {
     prior.validate()?;
-    if targets.len() != features.n_rows() {
-        return Err(MondrianError::LengthMismatch {
-            n_rows: features.n_rows(),
-            n_labels: targets.len(),
-        });
-    }
+    check_lengths(features, targets.len())?;
     let ctx = Context {
         features,
         targets,

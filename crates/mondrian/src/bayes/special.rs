@@ -123,8 +123,19 @@ pub fn chi_square_quantile(p: f64, dof: f64) -> f64 {
     while cdf(hi) < p {
         hi *= 2.0;
     }
-    let mut lo = 0.0;
-    for _ in 0..2000 {
+    bisect_quantile(cdf, p, 0.0, hi, 2000)
+}
+
+/// The p-quantile of the distribution function `cdf` bracketed by [`lo`, `hi`], by at most
+/// `max_steps` bisections (fewer once the bracket holds no double between its ends).
+pub(crate) fn bisect_quantile(
+    cdf: impl Fn(f64) -> f64,
+    p: f64,
+    mut lo: f64,
+    mut hi: f64,
+    max_steps: usize,
+) -> f64 {
+    for _ in 0..max_steps {
         let mid = 0.5 * (lo + hi);
         if mid <= lo || mid >= hi {
             break;

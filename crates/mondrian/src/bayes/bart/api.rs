@@ -23,11 +23,13 @@ use super::backfit::{run_probit, run_regression, Run};
 use super::params::{BartParams, SigmaHat};
 use super::random::normal_cdf_fast;
 use super::traces::Traces;
+use crate::bayes::shared::check_targets;
+use crate::bayes::special::bisect_quantile;
 use crate::bayes::tree::Features;
-use crate::data::{FeatureValue, Rows, MAX_TARGET};
+use crate::data::{FeatureValue, Rows};
 use crate::error::{MondrianError, Result};
 use crate::forest::mix64;
-use crate::model::{Checked, Fit, Model, Params, Predict};
+use crate::model::{Checked, Model, Params};
 
 /// A fitted chain: kept draws on the internal scale and the map back, y = offset + scale·y′.
 #[derive(Debug, Clone)]
@@ -99,28 +101,17 @@ fn mixture_quantile(means: &[f64], sds: &[f64], p: f64) -> f64 {
             .sum::<f64>()
             / means.len() as f64
     };
-    let mut lo = means
+    let lo = means
         .iter()
         .zip(sds)
         .map(|(m, s)| m - 10.0 * s)
         .fold(f64::INFINITY, f64::min);
-    let mut hi = means
+    let hi = means
         .iter()
         .zip(sds)
         .map(|(m, s)| m + 10.0 * s)
         .fold(f64::NEG_INFINITY, f64::max);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if cdf(mid) < p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
+    bisect_quantile(cdf, p, lo, hi, 200)
 }
 
 /// √(RSS/(N − D − 1)) of the least-squares fit of y on (1, X), through the normal
@@ -192,26 +183,6 @@ fn ols_residual_sd(features: &Features, y: &[f64]) -> Result<f64> {
         })
         .sum();
     Ok((rss / (n - d - 1) as f64).sqrt())
-}
-
-fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
-    if y.len() != n_rows {
-        return Err(MondrianError::LengthMismatch {
-            n_rows,
-            n_labels: y.len(),
-        });
-    }
-    if let Some(row) = y.iter().position(|v| !v.is_finite()) {
-        return Err(MondrianError::NonFiniteTarget { row, value: y[row] });
-    }
-    if let Some(row) = y.iter().position(|v| v.abs() > MAX_TARGET) {
-        return Err(MondrianError::TargetOverflow {
-            row,
-            value: y[row],
-            max: MAX_TARGET,
-        });
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -347,32 +318,7 @@ impl BartRegressor {
     }
 }
 
-impl Model for BartRegressor {
-    type Target = f64;
-    type Params = BartParams;
-    fn with_params(params: Checked<BartParams>) -> Self {
-        BartRegressor {
-            params,
-            fitted: None,
-        }
-    }
-    fn params(&self) -> &BartParams {
-        &self.params
-    }
-}
-
-impl<T: FeatureValue> Fit<T> for BartRegressor {
-    fn fit(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
-        BartRegressor::fit(self, x, n_features, y)
-    }
-}
-
-impl<T: FeatureValue> Predict<T> for BartRegressor {
-    type Prediction = Vec<f64>;
-    fn predict(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        BartRegressor::predict(self, x, n_features)
-    }
-}
+impl_model!(BartRegressor, BartParams, f64);
 
 // ---------------------------------------------------------------------------------------
 // Classification
@@ -453,29 +399,4 @@ impl BartClassifier {
     }
 }
 
-impl Model for BartClassifier {
-    type Target = usize;
-    type Params = BartParams;
-    fn with_params(params: Checked<BartParams>) -> Self {
-        BartClassifier {
-            params,
-            fitted: None,
-        }
-    }
-    fn params(&self) -> &BartParams {
-        &self.params
-    }
-}
-
-impl<T: FeatureValue> Fit<T> for BartClassifier {
-    fn fit(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
-        BartClassifier::fit(self, x, n_features, y)
-    }
-}
-
-impl<T: FeatureValue> Predict<T> for BartClassifier {
-    type Prediction = Vec<usize>;
-    fn predict(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
-        BartClassifier::predict(self, x, n_features)
-    }
-}
+impl_model!(BartClassifier, BartParams, usize);

@@ -6,6 +6,7 @@
 use rand::Rng;
 
 use crate::bayes::special::regularized_gamma_p;
+use crate::stats::gaussian::erfcc_series;
 
 /// A standard normal variate (Box–Muller; 1 − u keeps the logarithm's argument in (0, 1]).
 pub(crate) fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
@@ -82,14 +83,7 @@ pub fn normal_cdf(x: f64) -> f64 {
 /// (Numerical Recipes' Chebyshev-fitted `erfcc`), as log erfc(z).
 fn log_erfc_nonnegative(z: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let poly = -1.265_512_23 + erfcc_series(t);
     t.ln() - z * z + poly
 }
 

@@ -12,6 +12,7 @@ mod mixture;
 mod theta;
 
 pub use crate::stats::moments::{Moments, TargetMoments};
+pub(crate) use mixture::erfcc_series;
 pub use mixture::{
     component_cdf, mixture_cdf, mixture_log_density, mixture_moments, mixture_quantile, normal_cdf,
     weighted_log_density,
