@@ -80,12 +80,13 @@ impl<L: LeafModel> Fitted<L> {
         rows.validate(Some(self.n_features))?;
         let mut out = vec![init; rows.n_rows() * width];
         let trees: Vec<_> = self.posterior.trees().collect();
+        // Trees outer, the block's rows inner: a tree's nodes stay in cache for the whole
+        // block. Each row still takes the trees in order, so the sums are the same bits.
         let block = |(b, chunk): (usize, &mut [f64])| {
-            for (k, o) in chunk.chunks_mut(width).enumerate() {
-                let i = b * PREDICTION_BLOCK + k;
-                let row = rows.row(i);
-                for t in &trees {
-                    let leaf = &t.tree.nodes()[t.tree.leaf_of(row)];
+            for t in &trees {
+                for (k, o) in chunk.chunks_mut(width).enumerate() {
+                    let i = b * PREDICTION_BLOCK + k;
+                    let leaf = &t.tree.nodes()[t.tree.leaf_of(rows.row(i))];
                     add(i, leaf.stats(), t.weight, o);
                 }
             }
