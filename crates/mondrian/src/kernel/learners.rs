@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::features::{check_lifetime, Csr, KernelParams, MondrianKernel};
 use super::path::LifetimePath;
-use super::ridge::{IncrementalRidge, NewColumn};
+use super::ridge::{add_row_to_gram, IncrementalRidge, NewColumn};
 use super::sweep::{run_sweep_until, Criterion, Learner, SweepPoint, SweepReport, SweepSpec};
 use crate::data::{FeatureValue, Rows};
 use crate::error::{MondrianError, Result};
@@ -310,12 +310,7 @@ impl MondrianKernelRidge {
         // The Gram matrix's lower triangle in packed rows; rows of `self.rows` are sorted.
         let mut gram = vec![0.0; c * (c + 1) / 2];
         for row in self.rows.chunks_exact(m) {
-            for (k, &a) in row.iter().enumerate() {
-                let start = a as usize * (a as usize + 1) / 2;
-                for &e in &row[..=k] {
-                    gram[start + e as usize] += inv_m;
-                }
-            }
+            add_row_to_gram(&mut gram, row, inv_m);
         }
         let ridge = IncrementalRidge::from_gram(gram, self.b.clone(), self.params.delta2);
         self.weights = ridge.weights();

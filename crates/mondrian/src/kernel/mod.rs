@@ -27,6 +27,7 @@ mod features;
 mod learners;
 mod path;
 mod ridge;
+mod ridge_path;
 mod sgd;
 mod sweep;
 

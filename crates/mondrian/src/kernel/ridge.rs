@@ -62,6 +62,18 @@ fn givens(x: &mut f64, v: &mut f64, (c, s): (f64, f64)) {
     *v = c * *v - s * y;
 }
 
+/// Adds `value` to the packed lower Gram entries `(a, e)`, `e ≤ a`, of every pair of the
+/// sorted `positions` (one row's features): the Gram matrix [`IncrementalRidge::from_gram`]
+/// factors, built row by row.
+pub(super) fn add_row_to_gram(gram: &mut [f64], positions: &[u32], value: f64) {
+    for (k, &a) in positions.iter().enumerate() {
+        let start = row_start(a as usize);
+        for &e in &positions[..=k] {
+            gram[start + e as usize] += value;
+        }
+    }
+}
+
 /// One new column for [`IncrementalRidge::replace`] (spec §3.3 step 2, Appendix B.2).
 #[derive(Debug, Clone, Copy)]
 pub struct NewColumn<'a> {
