@@ -208,6 +208,17 @@ impl BartRegressor {
     /// Runs the chain on row-major `x` (`n_features` columns) and finite targets `y`,
     /// replacing any previous fit. Needs at least two distinct target values.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[f64]) -> Result<()> {
+        self.fit_with_progress(x, n_features, y, &mut |_, _| {})
+    }
+
+    /// As [`fit`](Self::fit), calling `progress(i, n_iter)` after each iteration i.
+    pub fn fit_with_progress<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[f64],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<()> {
         let features = Features::new(x, n_features)?;
         check_targets(y, features.n_rows())?;
         let lo = y.iter().copied().fold(f64::INFINITY, f64::min);
@@ -239,7 +250,15 @@ impl BartRegressor {
         }
         self.fitted = None;
         let mut rng = seeded(self.params.seed);
-        let run = run_regression(&features, &scaled, &self.params, sigma_hat, scale, &mut rng);
+        let run = run_regression(
+            &features,
+            &scaled,
+            &self.params,
+            sigma_hat,
+            scale,
+            &mut rng,
+            progress,
+        );
         self.fitted = Some(Fitted {
             n_features,
             offset,
@@ -341,6 +360,17 @@ impl BartClassifier {
 
     /// Runs the chain on row-major `x` and labels in {0, 1}, replacing any previous fit.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
+        self.fit_with_progress(x, n_features, y, &mut |_, _| {})
+    }
+
+    /// As [`fit`](Self::fit), calling `progress(i, n_iter)` after each iteration i.
+    pub fn fit_with_progress<T: FeatureValue>(
+        &mut self,
+        x: &[T],
+        n_features: usize,
+        y: &[usize],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<()> {
         let features = Features::new(x, n_features)?;
         if y.len() != features.n_rows() {
             return Err(MondrianError::LengthMismatch {
@@ -358,7 +388,7 @@ impl BartClassifier {
         let labels: Vec<bool> = y.iter().map(|&l| l == 1).collect();
         self.fitted = None;
         let mut rng = seeded(self.params.seed);
-        let run = run_probit(&features, &labels, &self.params, &mut rng);
+        let run = run_probit(&features, &labels, &self.params, &mut rng, progress);
         self.fitted = Some(Fitted {
             n_features,
             offset: 0.0,

@@ -222,6 +222,9 @@ fn record(traces: &mut Traces, chain: &Chain, moved: usize, seconds: f64) {
     traces.seconds.push(seconds);
 }
 
+/// Called after iteration i of n_iter as `progress(i, n_iter)`, i = 1..=n_iter.
+pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
 /// The regression sampler on rescaled targets `y`; `scale` maps the rescaled scale back
 /// (y = offset + scale·y′) for the traces.
 pub(crate) fn run_regression<R: Rng>(
@@ -231,6 +234,7 @@ pub(crate) fn run_regression<R: Rng>(
     sigma_hat: f64,
     scale: f64,
     rng: &mut R,
+    progress: Progress<'_>,
 ) -> Run {
     let n = y.len();
     let prior = noise_prior(params.nu, params.q, sigma_hat);
@@ -265,6 +269,7 @@ pub(crate) fn run_regression<R: Rng>(
             draws.push(chain.snapshot());
             sigma.push(sigma2.sqrt());
         }
+        progress(it + 1, params.n_iter);
     }
     Run {
         draws,
@@ -288,6 +293,7 @@ pub(crate) fn run_probit<R: Rng>(
     labels: &[bool],
     params: &BartParams,
     rng: &mut R,
+    progress: Progress<'_>,
 ) -> Run {
     let mut z: Vec<f64> = labels.iter().map(|&l| draw_latent(0.0, l, rng)).collect();
     let mut chain = Chain::new(
@@ -324,6 +330,7 @@ pub(crate) fn run_probit<R: Rng>(
             draws.push(chain.snapshot());
             sigma.push(1.0);
         }
+        progress(it + 1, params.n_iter);
     }
     Run {
         draws,
