@@ -1,5 +1,7 @@
 //! Fit and predict with BART (spec `bayesian-trees.md` §4.1, §4.4): [`BartRegressor`] on
 //! targets rescaled to [−0.5, 0.5], and the probit [`BartClassifier`] for two classes.
+//! Both are [`Persistent`](crate::Persistent): `decode.rs` saves the kept draws and
+//! traces and checks them on load.
 //!
 //! ```
 //! use mondrian::bayes::{BartParams, BartRegressor};
@@ -33,12 +35,13 @@ use crate::model::{Checked, Model, Params};
 
 /// A fitted chain: kept draws on the internal scale and the map back, y = offset + scale·y′.
 #[derive(Debug, Clone)]
-struct Fitted {
-    n_features: usize,
-    offset: f64,
-    scale: f64,
-    run: Run,
-    serial: bool,
+pub(super) struct Fitted {
+    pub(super) n_features: usize,
+    pub(super) offset: f64,
+    pub(super) scale: f64,
+    pub(super) run: Run,
+    /// Predict on the caller's thread (`n_threads == 1`); not saved.
+    pub(super) serial: bool,
 }
 
 impl Fitted {
@@ -195,8 +198,8 @@ fn ols_residual_sd(features: &Features, y: &[f64]) -> Result<f64> {
 /// everything returned is on the original scale.
 #[derive(Debug, Clone)]
 pub struct BartRegressor {
-    params: Checked<BartParams>,
-    fitted: Option<Fitted>,
+    pub(super) params: Checked<BartParams>,
+    pub(super) fitted: Option<Fitted>,
 }
 
 impl BartRegressor {
@@ -335,6 +338,11 @@ impl BartRegressor {
     pub fn n_draws(&self) -> Option<usize> {
         self.fitted.as_ref().map(|f| f.run.draws.len())
     }
+
+    /// Width of the rows, once fitted.
+    pub fn n_features(&self) -> Option<usize> {
+        self.fitted.as_ref().map(|f| f.n_features)
+    }
 }
 
 impl_model!(BartRegressor, BartParams, f64);
@@ -348,8 +356,8 @@ impl_model!(BartRegressor, BartParams, f64);
 /// by the label's sign, with σ fixed at 1 and leaf prior sd 3/(k√M).
 #[derive(Debug, Clone)]
 pub struct BartClassifier {
-    params: Checked<BartParams>,
-    fitted: Option<Fitted>,
+    pub(super) params: Checked<BartParams>,
+    pub(super) fitted: Option<Fitted>,
 }
 
 impl BartClassifier {
@@ -426,6 +434,16 @@ impl BartClassifier {
     /// The chain's traces.
     pub fn traces(&self) -> Result<&Traces> {
         Ok(&self.fitted()?.run.traces)
+    }
+
+    /// Kept draws S = n_iter − burn_in, once fitted.
+    pub fn n_draws(&self) -> Option<usize> {
+        self.fitted.as_ref().map(|f| f.run.draws.len())
+    }
+
+    /// Width of the rows, once fitted.
+    pub fn n_features(&self) -> Option<usize> {
+        self.fitted.as_ref().map(|f| f.n_features)
     }
 }
 

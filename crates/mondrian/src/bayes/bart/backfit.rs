@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 use super::kernel;
 use super::local::{leaves, Local, SumOfTrees};
@@ -206,7 +207,7 @@ pub(crate) fn draw_sigma2<R: Rng>(prior: (f64, f64), sse: f64, n: usize, rng: &m
 }
 
 /// What a run keeps: the post-burn-in sums of trees with their σ (scaled), and traces.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Run {
     pub(crate) draws: Vec<SumOfTrees>,
     pub(crate) sigma: Vec<f64>,

@@ -217,22 +217,22 @@ pub fn build_tree<L: LeafModel>(
 }
 
 /// A leaf in [`SumOfTrees`] has this `dim`.
-const LEAF: u32 = u32::MAX;
+pub(super) const LEAF: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-struct PredictionNode {
-    dim: u32,
+pub(super) struct PredictionNode {
+    pub(super) dim: u32,
     /// ξ of an internal node, μ of a leaf.
-    value: f64,
-    left: u32,
-    right: u32,
+    pub(super) value: f64,
+    pub(super) left: u32,
+    pub(super) right: u32,
 }
 
 /// A sum of trees for prediction only: rules and leaf values, no training rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SumOfTrees {
-    nodes: Vec<PredictionNode>,
-    roots: Vec<u32>,
+    pub(super) nodes: Vec<PredictionNode>,
+    pub(super) roots: Vec<u32>,
 }
 
 impl SumOfTrees {

@@ -12,11 +12,13 @@
 //! Modules: [`params`] (settings and the §4.1 calibration), `local` (a tree against its
 //! residual), `growprune` / `cgm` / `pg` (the kernels), `kernel` (their common entry),
 //! `backfit` (Alg. 4.1 and the probit variant), [`traces`], `api` ([`BartRegressor`],
-//! [`BartClassifier`]), `random` (normal, gamma, truncated-normal variates).
+//! [`BartClassifier`]), `random` (normal, gamma, truncated-normal variates), `decode`
+//! (saving and loading, [`Persistent`](crate::Persistent)).
 
 mod api;
 mod backfit;
 mod cgm;
+mod decode;
 mod growprune;
 mod kernel;
 mod local;
