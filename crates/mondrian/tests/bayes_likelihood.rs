@@ -253,6 +253,33 @@ fn sufficient_statistics_split_and_join() {
 }
 
 #[test]
+fn batch_statistics_equal_one_at_a_time() {
+    // `add_rows` (two passes for Moments) against Welford one target at a time, on a
+    // non-empty start and an index set with repeats and gaps; counts exactly.
+    let y: Vec<f64> = (0..301)
+        .map(|i| (i as f64 * 1.37).cos() * 50.0 + 1e3)
+        .collect();
+    let rows: Vec<u32> = (0..500).map(|i| (i * 37 % 301) as u32).collect();
+    let mut batch = moments(&y[..7]);
+    batch.add_rows(&y, &rows);
+    let mut one = moments(&y[..7]);
+    for &r in &rows {
+        one.add(y[r as usize]);
+    }
+    assert_eq!(batch.n(), one.n());
+    assert!((batch.mean() - one.mean()).abs() < 1e-12 * one.mean().abs());
+    assert!((batch.m2() - one.m2()).abs() < 1e-10 * one.m2());
+    let mut none = Moments::default();
+    none.add_rows(&y, &[]);
+    assert_eq!(none, Moments::default());
+    let model = DirichletMultinomial::new(1.0, 3).unwrap();
+    let labels: Vec<usize> = (0..40).map(|i| i % 3).collect();
+    let mut counts = model.empty_stats();
+    counts.add_rows(&labels, &[0, 1, 2, 5, 39]);
+    assert_eq!(counts, model.stats_of([0, 1, 2, 2, 0].into_iter()));
+}
+
+#[test]
 fn bad_hyperparameters_are_errors() {
     assert!(DirichletMultinomial::new(0.0, 3).is_err());
     assert!(DirichletMultinomial::new(f64::NAN, 3).is_err());

@@ -133,13 +133,12 @@ fn node_data<L: LeafModel>(
     rows: Vec<u32>,
 ) -> NodeData<L::Stats> {
     let d = features.n_features();
-    let mut bounds = vec![f64::INFINITY; d];
-    bounds.extend(std::iter::repeat_n(f64::NEG_INFINITY, d));
-    let mut stats = model.empty_stats();
+    let mut bounds = empty_bounds(d);
     for &r in &rows {
-        stats.add(targets[r as usize]);
         widen(&mut bounds, features.row(r as usize));
     }
+    let mut stats = model.empty_stats();
+    stats.add_rows(targets, &rows);
     NodeData {
         log_ml: model.log_marginal(&stats),
         rows: rows.into_boxed_slice(),
@@ -148,12 +147,21 @@ fn node_data<L: LeafModel>(
     }
 }
 
+/// The extent of no points: +∞ minima, −∞ maxima.
+fn empty_bounds(d: usize) -> Vec<f64> {
+    let mut b = vec![f64::INFINITY; d];
+    b.extend(std::iter::repeat_n(f64::NEG_INFINITY, d));
+    b
+}
+
+/// Widens the extent to hold x. Features are finite, so a plain comparison is `min` and
+/// `max` (and, unlike them, vectorises).
 #[inline]
 fn widen(bounds: &mut [f64], x: &[f64]) {
     let (lo, hi) = bounds.split_at_mut(x.len());
     for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(x) {
-        *l = l.min(v);
-        *h = h.max(v);
+        *l = if v < *l { v } else { *l };
+        *h = if v > *h { v } else { *h };
     }
 }
 
@@ -168,34 +176,38 @@ pub(crate) fn partition<L: LeafModel>(
     threshold: f64,
 ) -> (NodeData<L::Stats>, NodeData<L::Stats>) {
     let d = features.n_features();
-    let empty = || {
-        let mut b = vec![f64::INFINITY; d];
-        b.extend(std::iter::repeat_n(f64::NEG_INFINITY, d));
-        b
-    };
-    let (mut lrows, mut rrows) = (Vec::new(), Vec::new());
-    let (mut lb, mut rb) = (empty(), empty());
-    let (mut ls, mut rs) = (model.empty_stats(), model.empty_stats());
+    // Left rows fill `buf` from the front and right rows from the back, so one pass over
+    // the parent decides every row without growing two vectors.
+    let n = parent.rows.len();
+    let mut buf = vec![0u32; n];
+    let (mut nl, mut nr) = (0, n);
+    let (mut lb, mut rb) = (empty_bounds(d), empty_bounds(d));
     for &r in parent.rows.iter() {
         let x = features.row(r as usize);
-        let y = targets[r as usize];
         if x[dim] <= threshold {
-            lrows.push(r);
-            ls.add(y);
+            buf[nl] = r;
+            nl += 1;
             widen(&mut lb, x);
         } else {
-            rrows.push(r);
-            rs.add(y);
+            nr -= 1;
+            buf[nr] = r;
             widen(&mut rb, x);
         }
     }
-    let make = |rows: Vec<u32>, stats: L::Stats, bounds: Vec<f64>| NodeData {
-        log_ml: model.log_marginal(&stats),
-        rows: rows.into_boxed_slice(),
-        stats,
-        bounds: bounds.into_boxed_slice(),
+    // The right rows back in the parent's order.
+    buf[nl..].reverse();
+    let make = |rows: &[u32], bounds: Vec<f64>| {
+        let mut stats = model.empty_stats();
+        stats.add_rows(targets, rows);
+        NodeData {
+            log_ml: model.log_marginal(&stats),
+            rows: rows.into(),
+            stats,
+            bounds: bounds.into_boxed_slice(),
+        }
     };
-    (make(lrows, ls, lb), make(rrows, rs, rb))
+    let (left, right) = buf.split_at(nl);
+    (make(left, lb), make(right, rb))
 }
 
 /// What a node is: still to be decided (in the particle's queue E), a leaf, or split.
