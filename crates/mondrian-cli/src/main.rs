@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{anomaly, curve, demo, density, forest, kernel, smc, stream};
+use commands::{anomaly, bart, curve, demo, density, forest, kernel, smc, stream};
 
 #[derive(Parser)]
 #[command(
@@ -86,6 +86,10 @@ enum Command {
     /// of trees approximating the posterior p(T | Y, X) under the CGM tree prior, scored
     /// by their posterior predictive and the evidence p(Y | X).
     Smc(smc::SmcArgs),
+    /// Bayesian additive regression trees (BART): a sum of trees sampled by Bayesian
+    /// backfitting with the particle Gibbs, CGM or GrowPrune tree kernel, scored by its
+    /// posterior predictive and the effective sample size of its chain.
+    Bart(bart::BartArgs),
     /// Stream a real data set (shipped inside the binary) through an online forest and show
     /// test accuracy growing with the data seen.
     Demo,
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         Command::Density(args) => density::run_command(&args),
         Command::Kernel(args) => kernel::run_command(&args),
         Command::Smc(args) => smc::run_command(&args),
+        Command::Bart(args) => bart::run_command(&args),
         Command::Demo => demo::run(),
     };
     match result {

@@ -15,8 +15,8 @@ use mondrian::persist::Persistent;
 use serde_json::json;
 
 use super::forest::parse_threads;
-use super::{read_model, save_model, CliError};
-use crate::io::{read_dataset, read_features, Dataset};
+use super::{read_model, read_train_test, save_model, CliError};
+use crate::io::{read_dataset, read_features};
 
 #[derive(Args)]
 pub(crate) struct KernelArgs {
@@ -204,26 +204,12 @@ fn sweep_grid(text: &str, steps: usize) -> Result<Vec<f64>, CliError> {
         .collect())
 }
 
-fn read_test(path: &Path, train: &Dataset) -> Result<Dataset, CliError> {
-    let test = read_dataset(path, Some(train.n_features))?;
-    if test.n_features != train.n_features {
-        return Err(CliError::Usage(format!(
-            "{}: {} feature columns, but the training file has {}",
-            path.display(),
-            test.n_features,
-            train.n_features
-        )));
-    }
-    Ok(test)
-}
-
 fn rmse(p: &[f64], y: &[f64]) -> f64 {
     (p.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / y.len() as f64).sqrt()
 }
 
 fn eval(args: &EvalArgs) -> Result<(), CliError> {
-    let train = read_dataset(&args.train, None)?;
-    let test = read_test(&args.test, &train)?;
+    let (train, test) = read_train_test(&args.train, &args.test)?;
     let d = train.n_features;
     let start = Instant::now();
     let grid = match (&args.sweep, args.lifetime) {

@@ -3,6 +3,7 @@
 //! reports that do not depend on the task.
 
 pub(crate) mod anomaly;
+pub(crate) mod bart;
 pub(crate) mod classify;
 pub(crate) mod curve;
 pub(crate) mod demo;
@@ -22,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mondrian::{MondrianError, RelevanceChoice};
 use serde::Serialize;
 
-use crate::io::{DataError, Dataset};
+use crate::io::{read_dataset, DataError, Dataset};
 
 /// Why a command failed; `main` prints it and exits with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +135,60 @@ pub(crate) fn write_output(path: Option<&Path>, text: &str) -> Result<(), CliErr
             Ok(())
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Train and test files (the `eval` commands of `smc`, `bart` and `kernel`)
+
+/// The training file, then the test file, which must have the training file's feature
+/// columns.
+pub(crate) fn read_train_test(train: &Path, test: &Path) -> Result<(Dataset, Dataset), CliError> {
+    let train = read_dataset(train, None)?;
+    let test_set = read_dataset(test, Some(train.n_features))?;
+    if test_set.n_features != train.n_features {
+        return Err(CliError::Usage(format!(
+            "{}: {} feature columns, but the training file has {}",
+            test.display(),
+            test_set.n_features,
+            train.n_features
+        )));
+    }
+    Ok((train, test_set))
+}
+
+/// Whether every label is an exact integer (|v| ≤ 2^53), which makes classification the
+/// default task.
+pub(crate) fn integer_valued(labels: &[f64]) -> bool {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    labels.iter().all(|v| v.fract() == 0.0 && v.abs() <= EXACT)
+}
+
+/// The class of each label: its index among `values` (sorted); a label not among them is
+/// refused, naming its row of `path`.
+pub(crate) fn classes_of(
+    labels: &[i64],
+    values: &[i64],
+    path: &Path,
+) -> Result<Vec<usize>, CliError> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            values.binary_search(v).map_err(|_| {
+                CliError::Usage(format!(
+                    "{}: data row {} has label {v}, which no training row has; the classes \
+                     are the training file's ({})",
+                    path.display(),
+                    i + 1,
+                    values
+                        .iter()
+                        .map(i64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------

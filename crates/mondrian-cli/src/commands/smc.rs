@@ -1,7 +1,7 @@
 //! `mondrian smc`: Bayesian decision trees fitted by top-down SMC (spec
 //! `bayesian-trees.md` §3), a posterior over trees rather than a forest of random ones.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -13,8 +13,8 @@ use mondrian::MondrianError;
 use serde_json::json;
 
 use super::forest::parse_threads;
-use super::CliError;
-use crate::io::{integer_labels, read_dataset, Dataset};
+use super::{classes_of, integer_valued, read_train_test, CliError};
+use crate::io::{integer_labels, Dataset};
 
 #[derive(Args)]
 pub(crate) struct SmcArgs {
@@ -218,12 +218,7 @@ pub(crate) fn run_command(args: &SmcArgs) -> Result<(), CliError> {
 /// The task `--task` names, or the one the training labels suggest.
 fn task_of(args: &EvalArgs, train: &Dataset) -> TaskArg {
     args.task.unwrap_or_else(|| {
-        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-        let integers = train
-            .labels
-            .iter()
-            .all(|v| v.fract() == 0.0 && v.abs() <= EXACT);
-        if integers {
+        if integer_valued(&train.labels) {
             TaskArg::Classification
         } else {
             TaskArg::Regression
@@ -343,37 +338,12 @@ fn mean(v: &[f64]) -> f64 {
 
 fn eval(args: &EvalArgs) -> Result<(), CliError> {
     let smc = args.smc()?;
-    let train = read_dataset(&args.train, None)?;
+    let (train, test) = read_train_test(&args.train, &args.test)?;
     let task = task_of(args, &train);
-    let test = read_test(&args.test, &train)?;
     match task {
         TaskArg::Classification => classify(args, smc, train, test),
         TaskArg::Regression => regress(args, smc, train, test),
     }
-}
-
-/// The class of each label: its index among `values` (sorted); a label not among them is
-/// refused, naming its row of `path`.
-fn classes_of(labels: &[i64], values: &[i64], path: &Path) -> Result<Vec<usize>, CliError> {
-    labels
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            values.binary_search(v).map_err(|_| {
-                CliError::Usage(format!(
-                    "{}: data row {} has label {v}, which no training row has; the classes \
-                     are the training file's ({})",
-                    path.display(),
-                    i + 1,
-                    values
-                        .iter()
-                        .map(i64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-        })
-        .collect()
 }
 
 fn classify(
@@ -433,19 +403,6 @@ fn classify(
         );
     }
     Ok(())
-}
-
-fn read_test(path: &Path, train: &Dataset) -> Result<Dataset, CliError> {
-    let test = read_dataset(path, Some(train.n_features))?;
-    if test.n_features != train.n_features {
-        return Err(CliError::Usage(format!(
-            "{}: {} feature columns, but the training file has {}",
-            path.display(),
-            test.n_features,
-            train.n_features
-        )));
-    }
-    Ok(test)
 }
 
 fn regress(args: &EvalArgs, smc: SmcParams, train: Dataset, test: Dataset) -> Result<(), CliError> {
