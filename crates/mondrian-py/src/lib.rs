@@ -446,14 +446,16 @@ macro_rules! file_methods {
     };
 }
 
+mod bart;
 mod classifier;
 mod density;
 mod kernel;
 mod regressor;
 mod smc;
 
-/// What `load_any` returns: the kind ("classifier", "regressor" or "polya"), the core, the label
-/// value of each class (CLI files) and the feature names (CLI files of named data).
+/// What `load_any` returns: the kind ("classifier", "regressor", "polya", "bart-classifier"
+/// or "bart-regressor"), the core, the label value of each class (CLI files) and the
+/// feature names (CLI files of named data).
 type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
 
 /// Reads a model file of any kind the library writes (a core's `save`, the library's
@@ -463,6 +465,9 @@ fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
     use classifier::ClassifierCore;
     use mondrian::described::AnyModel;
     use regressor::RegressorCore;
+    if let Some(loaded) = bart::load_bart(py, &path)? {
+        return Ok(loaded);
+    }
     let model = py.detach(|| AnyModel::load(&path)).map_err(|e| match e {
         MondrianError::Io(io) => {
             PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
@@ -503,6 +508,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::KernelRidgeCore>()?;
     m.add_class::<smc::SmcClassifierCore>()?;
     m.add_class::<smc::SmcRegressorCore>()?;
+    m.add_class::<bart::BartRegressorCore>()?;
+    m.add_class::<bart::BartClassifierCore>()?;
     m.add_function(wrap_pyfunction!(kernel::kernel_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(load_any, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -4,10 +4,12 @@
 >>> from mondrian_ml import MondrianPolyaForest
 >>> from mondrian_ml import MondrianKernelFeatures, MondrianKernelRidge, MondrianKernelRidgeCV
 >>> from mondrian_ml import SMCTreeClassifier, SMCTreeRegressor
+>>> from mondrian_ml import BARTClassifier, BARTRegressor
 
 river's own base classes are in :mod:`mondrian_ml.river` (which imports river).
 """
 
+from ._bart import BARTClassifier, BARTRegressor
 from ._classifier import MondrianForestClassifier
 from ._core import __version__
 from ._kernel import (
@@ -22,6 +24,8 @@ from ._regressor import MondrianForestRegressor
 from ._smc import SMCTreeClassifier, SMCTreeRegressor
 
 __all__ = [
+    "BARTClassifier",
+    "BARTRegressor",
     "MondrianForestClassifier",
     "MondrianForestRegressor",
     "MondrianKernelFeatures",

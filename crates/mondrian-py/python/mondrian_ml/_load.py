@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ._bart import BARTClassifier, BARTRegressor
 from ._classifier import MondrianForestClassifier
 from ._core import load_any
 from ._polya import MondrianPolyaForest
@@ -19,12 +20,15 @@ def load(path):
     - a file of ``mondrian train --model`` (the CLI keeps the label values and the CSV
       header's column names): ``classes_`` are the labels of the training file and
       ``feature_names_in_`` its column names, so a DataFrame must name the same columns
-      (an array is taken as is, with scikit-learn's warning).
+      (an array is taken as is, with scikit-learn's warning);
+    - a file of :meth:`BARTRegressor.save` / :meth:`BARTClassifier.save` or of the Rust
+      ``BartRegressor::save`` / ``BartClassifier::save``: the BART estimator, the
+      classifier with ``classes_`` 0 and 1.
 
     The estimator's parameters are the model's (``n_jobs`` from its thread count); it
-    predicts at once and can go on learning (``partial_fit``, ``learn_one``, ``forget``).
-    A file that is not a model, or a corrupt one, raises ``ValueError``; a missing one
-    ``OSError``.
+    predicts at once, and a forest can go on learning (``partial_fit``, ``learn_one``,
+    ``forget``). A file that is not a model, or a corrupt one, raises ``ValueError``; a
+    missing one ``OSError``.
 
     Examples
     --------
@@ -35,6 +39,10 @@ def load(path):
     kind, core, classes, names = load_any(os.fspath(path))
     if kind == "classifier":
         return MondrianForestClassifier._from_core(core, classes, names)
+    if kind == "bart-regressor":
+        return BARTRegressor._from_core(core, names)
+    if kind == "bart-classifier":
+        return BARTClassifier._from_core(core, classes, names)
     if kind == "polya":
         return MondrianPolyaForest._from_core(core, names)
     return MondrianForestRegressor._from_core(core, names)
