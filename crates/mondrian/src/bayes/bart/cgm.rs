@@ -21,14 +21,14 @@ use rand::Rng;
 use super::growprune::{accept, grow, prune};
 use super::local::Local;
 use super::params::CgmMoves;
-use crate::bayes::likelihood::Moments;
+use crate::bayes::likelihood::LeafModel;
 use crate::bayes::proposal::uniform_below;
 use crate::bayes::tree::{BayesTree, Kind};
 
 /// One CGM move on `tree`; returns whether the proposal was accepted.
-pub(crate) fn cgm_step<R: Rng>(
-    loc: &Local,
-    tree: &mut BayesTree<Moments>,
+pub(crate) fn cgm_step<M: LeafModel, R: Rng>(
+    loc: &Local<M>,
+    tree: &mut BayesTree<M::Stats>,
     moves: &CgmMoves,
     rng: &mut R,
 ) -> bool {
@@ -46,7 +46,11 @@ pub(crate) fn cgm_step<R: Rng>(
 }
 
 /// CHANGE: a new prior rule at an internal node drawn uniformly.
-fn change<R: Rng>(loc: &Local, tree: &mut BayesTree<Moments>, rng: &mut R) -> bool {
+fn change<M: LeafModel, R: Rng>(
+    loc: &Local<M>,
+    tree: &mut BayesTree<M::Stats>,
+    rng: &mut R,
+) -> bool {
     let internal: Vec<usize> = (0..tree.nodes.len())
         .filter(|&j| !tree.nodes[j].is_leaf())
         .collect();
@@ -63,7 +67,7 @@ fn change<R: Rng>(loc: &Local, tree: &mut BayesTree<Moments>, rng: &mut R) -> bo
 }
 
 /// SWAP: the rules of an internal parent and an internal child, the pair drawn uniformly.
-fn swap<R: Rng>(loc: &Local, tree: &mut BayesTree<Moments>, rng: &mut R) -> bool {
+fn swap<M: LeafModel, R: Rng>(loc: &Local<M>, tree: &mut BayesTree<M::Stats>, rng: &mut R) -> bool {
     let mut pairs = Vec::new();
     for (j, node) in tree.nodes.iter().enumerate() {
         if let Some((a, b)) = node.children() {
@@ -87,9 +91,9 @@ fn swap<R: Rng>(loc: &Local, tree: &mut BayesTree<Moments>, rng: &mut R) -> bool
 /// Rebuilds the subtree of `top` with the rules `overrides`, and accepts it with the MH
 /// ratio of the module documentation (`top_rule_counts`: whether top's own rule factor
 /// enters it).
-fn propose<R: Rng>(
-    loc: &Local,
-    tree: &mut BayesTree<Moments>,
+fn propose<M: LeafModel, R: Rng>(
+    loc: &Local<M>,
+    tree: &mut BayesTree<M::Stats>,
     top: usize,
     overrides: &[(usize, (usize, f64))],
     top_rule_counts: bool,
@@ -106,7 +110,12 @@ fn propose<R: Rng>(
 
 /// The log prior factor of a node's subtree-local part: the rule density of an internal
 /// node (p_k is the same on both sides and left out), log(1 − s_k) of a leaf.
-fn old_side(loc: &Local, tree: &BayesTree<Moments>, top: usize, top_rule_counts: bool) -> f64 {
+fn old_side<M: LeafModel>(
+    loc: &Local<M>,
+    tree: &BayesTree<M::Stats>,
+    top: usize,
+    top_rule_counts: bool,
+) -> f64 {
     let mut total = 0.0;
     let mut stack = vec![top];
     while let Some(k) = stack.pop() {
@@ -131,13 +140,13 @@ fn old_side(loc: &Local, tree: &BayesTree<Moments>, top: usize, top_rule_counts:
 
 /// The tree with the subtree of `top` re-routed under the overridden rules, and log r;
 /// `None` when a node becomes invalid (prior density 0).
-fn rebuild(
-    loc: &Local,
-    tree: &BayesTree<Moments>,
+fn rebuild<M: LeafModel>(
+    loc: &Local<M>,
+    tree: &BayesTree<M::Stats>,
     top: usize,
     overrides: &[(usize, (usize, f64))],
     top_rule_counts: bool,
-) -> Option<(BayesTree<Moments>, f64)> {
+) -> Option<(BayesTree<M::Stats>, f64)> {
     let old = old_side(loc, tree, top, top_rule_counts);
     let mut new = tree.clone();
     let mut total = 0.0;

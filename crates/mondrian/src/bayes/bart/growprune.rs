@@ -13,11 +13,15 @@
 //! nodes after the grow, 1 when the root grows (the reference code's 0 there would accept
 //! every root grow, the pitfall T10 detects). A prune's ratio is the reciprocal of the
 //! grow that undoes it.
+//!
+//! The moves are generic over the leaf model ([`Local`]'s): Normal leaves against a
+//! residual in BART, any conjugate leaves (Dirichlet–multinomial, Normal–inverse-gamma)
+//! against the targets in the single-tree sampler of Ch. 3 (§3.11).
 
 use rand::Rng;
 
 use super::local::{is_prunable, remove_children, Local};
-use crate::bayes::likelihood::{LeafModel, Moments, SufficientStats};
+use crate::bayes::likelihood::{LeafModel, SufficientStats};
 use crate::bayes::proposal::uniform_below;
 use crate::bayes::tree::{BayesTree, Kind};
 
@@ -27,7 +31,7 @@ pub(crate) fn accept<R: Rng>(log_r: f64, rng: &mut R) -> bool {
 }
 
 /// G(T): leaves that can split.
-fn growable(loc: &Local, tree: &BayesTree<Moments>) -> Vec<usize> {
+fn growable<M: LeafModel>(loc: &Local<M>, tree: &BayesTree<M::Stats>) -> Vec<usize> {
     tree.nodes
         .iter()
         .enumerate()
@@ -37,7 +41,7 @@ fn growable(loc: &Local, tree: &BayesTree<Moments>) -> Vec<usize> {
 }
 
 /// P(T): internal nodes whose children are both leaves.
-fn prunable(tree: &BayesTree<Moments>) -> Vec<usize> {
+fn prunable<S>(tree: &BayesTree<S>) -> Vec<usize> {
     (0..tree.nodes.len())
         .filter(|&j| is_prunable(tree, j))
         .collect()
@@ -45,9 +49,9 @@ fn prunable(tree: &BayesTree<Moments>) -> Vec<usize> {
 
 /// One GROW proposal; `log_move_ratio` = ln(P(prune)/P(grow)). Returns whether it was
 /// accepted (an impossible move is a rejection).
-pub(crate) fn grow<R: Rng>(
-    loc: &Local,
-    tree: &mut BayesTree<Moments>,
+pub(crate) fn grow<M: LeafModel, R: Rng>(
+    loc: &Local<M>,
+    tree: &mut BayesTree<M::Stats>,
     log_move_ratio: f64,
     rng: &mut R,
 ) -> bool {
@@ -63,7 +67,7 @@ pub(crate) fn grow<R: Rng>(
     let (lo, hi) = node.extent(dim);
     let xi = loc.threshold(dim, uniform_below(lo, hi, rng));
     let (left, right) = loc.split(&node.data, dim, xi);
-    let mut whole = left.stats;
+    let mut whole = left.stats.clone();
     whole.merge(&right.stats);
     let log_ml = loc.model.log_marginal(&whole);
     let depth = node.depth();
@@ -89,9 +93,9 @@ pub(crate) fn grow<R: Rng>(
 }
 
 /// One PRUNE proposal; `log_move_ratio` = ln(P(grow)/P(prune)).
-pub(crate) fn prune<R: Rng>(
-    loc: &Local,
-    tree: &mut BayesTree<Moments>,
+pub(crate) fn prune<M: LeafModel, R: Rng>(
+    loc: &Local<M>,
+    tree: &mut BayesTree<M::Stats>,
     log_move_ratio: f64,
     rng: &mut R,
 ) -> bool {
@@ -106,7 +110,7 @@ pub(crate) fn prune<R: Rng>(
     };
     let (na, nb) = (&tree.nodes[a], &tree.nodes[b]);
     let (sa, sb) = (loc.stats(na.rows()), loc.stats(nb.rows()));
-    let mut whole = sa;
+    let mut whole = sa.clone();
     whole.merge(&sb);
     let (ll_a, ll_b) = (loc.model.log_marginal(&sa), loc.model.log_marginal(&sb));
     let ll_j = loc.model.log_marginal(&whole);

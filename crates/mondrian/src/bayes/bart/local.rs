@@ -3,6 +3,11 @@
 //! and the residual R of this visit, never from statistics stored with the node, which
 //! belong to the residual the node was built with.
 //!
+//! [`Local`] is generic over the leaf model: BART uses it with [`NormalKnownVariance`]
+//! (the default) and its residual; the single-tree CGM sampler of Ch. 3 (§3.11,
+//! [`crate::bayes::mcmc`]) uses it with any [`LeafModel`] and the training targets, which
+//! never change, so there the stored statistics and the recomputed ones agree.
+//!
 //! Also here: trees written out by hand ([`TreeShape`], [`build_tree`]) and the compact,
 //! prediction-only copy of a sum of trees that the posterior draws keep.
 
@@ -10,26 +15,27 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bayes::likelihood::{LeafModel, Moments, NormalKnownVariance, SufficientStats};
+use crate::bayes::likelihood::{LeafModel, NormalKnownVariance, SufficientStats};
 use crate::bayes::prior::CgmPrior;
 use crate::bayes::proposal::{Context, Proposal, SplitValue};
 use crate::bayes::tree::{partition, BayesTree, Features, Kind, NodeData, NO_PARENT};
 use crate::error::{MondrianError, Result};
 
-/// Everything a tree kernel reads: the features, the residual R, the leaf model (with the
-/// current σ²) and the tree prior.
-pub(crate) struct Local<'a> {
+/// Everything a tree kernel reads: the features, the targets the tree is scored against
+/// (BART: the residual R), the leaf model (BART: with the current σ²) and the tree prior.
+pub(crate) struct Local<'a, M: LeafModel = NormalKnownVariance> {
     pub(crate) features: &'a Features,
-    pub(crate) resid: &'a [f64],
-    pub(crate) model: &'a NormalKnownVariance,
+    /// R for BART; the training targets Y for a single tree.
+    pub(crate) resid: &'a [M::Target],
+    pub(crate) model: &'a M,
     pub(crate) prior: &'a CgmPrior,
     pub(crate) split_value: SplitValue,
 }
 
-impl Local<'_> {
+impl<M: LeafModel> Local<'_, M> {
     /// Statistics of R over `rows`.
-    pub(crate) fn stats(&self, rows: &[u32]) -> Moments {
-        let mut s = Moments::default();
+    pub(crate) fn stats(&self, rows: &[u32]) -> M::Stats {
+        let mut s = self.model.empty_stats();
         for &r in rows {
             s.add(self.resid[r as usize]);
         }
@@ -44,21 +50,21 @@ impl Local<'_> {
     /// The children of a node's data split at x_dim ≤ threshold, scored against R.
     pub(crate) fn split(
         &self,
-        data: &NodeData<Moments>,
+        data: &NodeData<M::Stats>,
         dim: usize,
         threshold: f64,
-    ) -> (NodeData<Moments>, NodeData<Moments>) {
+    ) -> (NodeData<M::Stats>, NodeData<M::Stats>) {
         partition(self.features, self.resid, self.model, data, dim, threshold)
     }
 
     /// The root's data scored against R.
-    pub(crate) fn root(&self) -> Arc<NodeData<Moments>> {
+    pub(crate) fn root(&self) -> Arc<NodeData<M::Stats>> {
         let all: Vec<u32> = (0..self.features.n_rows() as u32).collect();
         Arc::new(NodeData::new(self.features, self.resid, self.model, all))
     }
 
     /// The prior-proposal context of the SMC machinery (§3.4a) on R.
-    pub(crate) fn context(&self) -> Context<'_, NormalKnownVariance> {
+    pub(crate) fn context(&self) -> Context<'_, M> {
         Context {
             features: self.features,
             targets: self.resid,
@@ -78,7 +84,7 @@ impl Local<'_> {
     }
 
     /// log(1 − s) for a node of this data at `depth`: s = p·1[it can split] (§4.5).
-    pub(crate) fn log_not_split(&self, data: &NodeData<Moments>, depth: usize) -> f64 {
+    pub(crate) fn log_not_split(&self, data: &NodeData<M::Stats>, depth: usize) -> f64 {
         if self.data_can_split(data) {
             (1.0 - self.prior.p_split(depth)).ln()
         } else {
@@ -87,7 +93,7 @@ impl Local<'_> {
     }
 
     /// Whether a node of this data can split (V_j ≠ ∅, and the size rule, A19).
-    pub(crate) fn data_can_split(&self, data: &NodeData<Moments>) -> bool {
+    pub(crate) fn data_can_split(&self, data: &NodeData<M::Stats>) -> bool {
         let d = data.bounds.len() / 2;
         let valid = (0..d)
             .filter(|&k| data.bounds[k] < data.bounds[d + k])
