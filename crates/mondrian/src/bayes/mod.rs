@@ -14,6 +14,8 @@
 //! * [`diagnostics`]: CODA-compatible effective sample size (§5.5).
 //! * [`hypercube`]: the hypercube-D data of §5.3.
 //! * [`bart`]: BART with CGM, GrowPrune and particle Gibbs tree samplers (§4).
+//! * [`mcmc`]: the Ch. 3 MCMC baseline (§3.11): one tree sampled by CGM Metropolis–Hastings
+//!   (BART's kernel, generic over the leaf model), predictions averaged over iterations.
 #[macro_use]
 mod shared;
 pub mod bart;
@@ -21,6 +23,7 @@ mod decode;
 pub mod diagnostics;
 pub mod hypercube;
 pub mod likelihood;
+pub mod mcmc;
 pub mod model;
 pub mod prior;
 pub mod proposal;
@@ -37,6 +40,10 @@ pub use hypercube::{hypercube, Hypercube};
 pub use likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
     RegressionLeafModel, SufficientStats,
+};
+pub use mcmc::{
+    sample_chain, HoldoutPoint, McmcClassifierParams, McmcParams, McmcPosterior,
+    McmcRegressorParams, McmcTrace, McmcTreeClassifier, McmcTreeRegressor,
 };
 pub use model::{
     RegressionLeaf, SmcClassifierParams, SmcRegressorParams, SmcTreeClassifier, SmcTreeRegressor,

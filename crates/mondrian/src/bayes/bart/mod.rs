@@ -28,7 +28,9 @@ mod random;
 pub mod traces;
 
 pub use api::{BartClassifier, BartRegressor};
+pub(crate) use cgm::cgm_step;
 pub use kernel::{step_tree, KernelOutcome};
+pub(crate) use local::Local;
 pub use local::{build_tree, TreeShape};
 pub use params::{
     noise_prior, BartParams, CgmMoves, PgInit, SigmaHat, TreeOrder, TreeSampler, MAX_TREES,
