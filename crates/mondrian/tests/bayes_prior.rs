@@ -187,7 +187,7 @@ fn prior_sampler_matches_the_exact_law_on_a_tiny_grid() {
                 sample_prior_tree(prior, &features, &labels, &model, &mut rng).unwrap();
             // T5: the density (3.4) of the tree is the probability of the path that made it.
             if i < 1000 {
-                assert!((prior.log_density(&tree) - log_path).abs() < 1e-9);
+                assert!((prior.log_density(&tree, &features) - log_path).abs() < 1e-9);
             }
             let (n, d) = (tree.nodes().len() as f64, tree.max_depth());
             leaves_n[tree.n_leaves()] += 1.0;

@@ -28,7 +28,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -167,7 +167,7 @@ fn posterior_file<'a, S: Clone + Send + Sync>(
                                 data.push(DataFile {
                                     rows: Cow::Borrowed(&d.rows),
                                     stats: Cow::Borrowed(&d.stats),
-                                    bounds: Cow::Borrowed(&d.bounds),
+                                    bounds: Cow::Borrowed(d.known_bounds()),
                                 });
                                 (data.len() - 1) as u32
                             });
@@ -373,7 +373,7 @@ where
             rows: rows.into_boxed_slice(),
             stats,
             log_ml,
-            bounds: bounds.into_boxed_slice(),
+            bounds: OnceLock::from(bounds.into_boxed_slice()),
         }));
     }
     let sizes = island_sizes(params);
@@ -526,15 +526,22 @@ fn splits<S: StoredStats>(
     threshold: f64,
     d: usize,
 ) -> bool {
-    let within = |c: &NodeData<S>| {
-        (0..d).all(|k| c.bounds[k] >= parent.bounds[k] && c.bounds[d + k] <= parent.bounds[d + k])
-    };
+    // Loaded data always has its extent (a box of 2D values, checked on load).
+    let (pb, lb, rb) = (
+        parent.known_bounds(),
+        left.known_bounds(),
+        right.known_bounds(),
+    );
+    if [pb, lb, rb].iter().any(|b| b.len() != 2 * d) {
+        return false;
+    }
+    let within = |c: &[f64]| (0..d).all(|k| c[k] >= pb[k] && c[d + k] <= pb[d + k]);
     partitions(&parent.rows, &left.rows, &right.rows)
         && S::adds_up(&parent.stats, &left.stats, &right.stats)
-        && within(left)
-        && within(right)
-        && left.bounds[d + dim] <= threshold
-        && right.bounds[dim] > threshold
+        && within(lb)
+        && within(rb)
+        && lb[d + dim] <= threshold
+        && rb[dim] > threshold
 }
 
 fn classifier(file: ClassifierFile<'static>) -> Result<SmcTreeClassifier, DecodeError> {

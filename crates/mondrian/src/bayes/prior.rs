@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tree::{BayesTree, Node};
+use super::tree::{BayesTree, Features, Node};
 use crate::error::{MondrianError, Result};
 
 /// The CGM tree prior. The prior depends on X only through which nodes can split and
@@ -62,14 +62,14 @@ impl CgmPrior {
         n_valid_dims > 0 && self.min_samples.is_none_or(|m| n_rows >= m)
     }
 
-    /// [`can_split`](Self::can_split) for a node.
-    pub fn node_can_split<S>(&self, node: &Node<S>) -> bool {
-        self.can_split(node.rows().len(), node.n_valid_dims())
+    /// [`can_split`](Self::can_split) for a node grown on `features`.
+    pub fn node_can_split<S>(&self, node: &Node<S>, features: &Features) -> bool {
+        self.min_samples.is_none_or(|m| node.rows().len() >= m) && node.has_valid_dim(features)
     }
 
     /// s_j = p_j · 1[the node can split]: the effective split probability (§4.5).
-    pub fn effective_p_split<S>(&self, node: &Node<S>) -> f64 {
-        if self.node_can_split(node) {
+    pub fn effective_p_split<S>(&self, node: &Node<S>, features: &Features) -> f64 {
+        if self.node_can_split(node, features) {
             self.p_split(node.depth())
         } else {
             0.0
@@ -77,22 +77,22 @@ impl CgmPrior {
     }
 
     /// log of the rule density at a node: −ln|V_j| − ln|e^x_{jδ}|.
-    pub fn rule_log_density<S>(&self, node: &Node<S>, dim: usize) -> f64 {
-        let (lo, hi) = node.extent(dim);
-        -(node.n_valid_dims() as f64).ln() - (hi - lo).ln()
+    pub fn rule_log_density<S>(&self, node: &Node<S>, features: &Features, dim: usize) -> f64 {
+        let (lo, hi) = node.extent(features, dim);
+        -(node.n_valid_dims(features) as f64).ln() - (hi - lo).ln()
     }
 
     /// log p(T | X), the density (3.4): Π_leaves (1 − s_j) × Π_internal p_j/|V_j|/|e_{jδ}|.
     /// Nodes left undecided by a truncated run contribute nothing (the truncated target).
-    pub fn log_density<S>(&self, tree: &BayesTree<S>) -> f64 {
+    pub fn log_density<S>(&self, tree: &BayesTree<S>, features: &Features) -> f64 {
         tree.nodes()
             .iter()
             .map(|node| match node.rule() {
                 Some((dim, _)) => {
-                    self.p_split(node.depth()).ln() + self.rule_log_density(node, dim)
+                    self.p_split(node.depth()).ln() + self.rule_log_density(node, features, dim)
                 }
                 None if node.is_open() => 0.0,
-                None => (1.0 - self.effective_p_split(node)).ln(),
+                None => (1.0 - self.effective_p_split(node, features)).ln(),
             })
             .sum()
     }

@@ -112,9 +112,9 @@ impl<L: LeafModel> Context<'_, L> {
             };
         }
         let node = &tree.nodes[j];
-        let dims: Vec<usize> = node.valid_dims().collect();
+        let dims: Vec<usize> = node.valid_dims(self.features).collect();
         let dim = dims[rng.gen_range(0..dims.len())];
-        let (lo, hi) = node.extent(dim);
+        let (lo, hi) = node.extent(self.features, dim);
         let (xi, log_ratio) = match self.proposal {
             Proposal::Empirical => {
                 // Q(ξ) = 1/(G L_g) inside gap g against the prior's 1/|e|.
@@ -127,7 +127,7 @@ impl<L: LeafModel> Context<'_, L> {
             }
             _ => (uniform_below(lo, hi, rng), 0.0),
         };
-        let log_prior = p.ln() + self.prior.rule_log_density(node, dim);
+        let log_prior = p.ln() + self.prior.rule_log_density(node, self.features, dim);
         let (children, lik_ratio) = self.apply_split(tree, j, dim, xi);
         Decided {
             log_increment: lik_ratio + log_ratio,
@@ -188,13 +188,13 @@ impl<L: LeafModel> Context<'_, L> {
     ) -> Decided {
         let node = &tree.nodes[j];
         let log_ml = node.log_marginal();
-        let dims: Vec<usize> = node.valid_dims().collect();
+        let dims: Vec<usize> = node.valid_dims(self.features).collect();
         let log_rule = p.ln() - (dims.len() as f64).ln();
         let log_stop = (1.0 - p).ln() + log_ml;
         let mut candidates = Vec::new();
         let mut order: Vec<(u32, u32)> = Vec::with_capacity(node.rows().len());
         for &dim in &dims {
-            let (lo, hi) = node.extent(dim);
+            let (lo, hi) = node.extent(self.features, dim);
             let log_extent = (hi - lo).ln();
             let values = self.features.distinct(dim);
             order.clear();
@@ -240,8 +240,8 @@ impl<L: LeafModel> Context<'_, L> {
             };
         }
         let c = &candidates[pick];
-        let log_prior = p.ln() + self.prior.rule_log_density(node, c.dim);
-        let (lo, hi) = node.extent(c.dim);
+        let log_prior = p.ln() + self.prior.rule_log_density(node, self.features, c.dim);
+        let (lo, hi) = node.extent(self.features, c.dim);
         let log_gap_share = (c.hi - c.lo).ln() - (hi - lo).ln();
         let xi = uniform_below(c.lo, c.hi, rng);
         let approx = c.log_weight;

@@ -178,20 +178,20 @@ impl<S> Clone for Particle<S> {
 }
 
 impl<S> Particle<S> {
-    pub(crate) fn new(root: &Arc<NodeData<S>>, prior: &CgmPrior) -> Self {
+    pub(crate) fn new(root: &Arc<NodeData<S>>, prior: &CgmPrior, features: &Features) -> Self {
         let mut particle = Particle {
             tree: BayesTree::with_root(Arc::clone(root)),
             open: VecDeque::new(),
             log_weight: root.log_ml,
             log_prior: 0.0,
         };
-        particle.queue_or_stop(0, prior);
+        particle.queue_or_stop(0, prior, features);
         particle
     }
 
     /// Puts a new open node in E, or makes it a leaf when it cannot split.
-    pub(crate) fn queue_or_stop(&mut self, j: u32, prior: &CgmPrior) {
-        if prior.node_can_split(&self.tree.nodes[j as usize]) {
+    pub(crate) fn queue_or_stop(&mut self, j: u32, prior: &CgmPrior, features: &Features) {
+        if prior.node_can_split(&self.tree.nodes[j as usize], features) {
             self.open.push_back(j);
         } else {
             self.tree.nodes[j as usize].kind = Kind::Leaf;
@@ -204,8 +204,8 @@ impl<S> Particle<S> {
         self.log_weight += d.log_increment;
         self.log_prior += d.log_prior;
         if let Some((l, r)) = d.children {
-            self.queue_or_stop(l, ctx.prior);
-            self.queue_or_stop(r, ctx.prior);
+            self.queue_or_stop(l, ctx.prior, ctx.features);
+            self.queue_or_stop(r, ctx.prior, ctx.features);
         }
     }
 
@@ -379,7 +379,16 @@ impl<S: Send + Sync> SmcPosterior<S> {
                 Err(_) => run(),
             },
         };
-        Ok(Self::combine(islands, params.island_weighting))
+        let posterior = Self::combine(islands, params.island_weighting);
+        // The extents were computed lazily; a saved model keeps every node's.
+        for island in &posterior.islands {
+            for (_, tree) in &island.particles {
+                for node in tree.nodes() {
+                    node.data.bounds(features);
+                }
+            }
+        }
+        Ok(posterior)
     }
 
     pub(crate) fn combine(islands: Vec<IslandRun<S>>, weighting: IslandWeighting) -> Self {
@@ -449,7 +458,7 @@ fn run_island<L: LeafModel>(
     parallel: bool,
 ) -> IslandRun<L::Stats> {
     let mut particles: Vec<Particle<L::Stats>> = (0..n_particles)
-        .map(|_| Particle::new(root, ctx.prior))
+        .map(|_| Particle::new(root, ctx.prior, ctx.features))
         .collect();
     let (mut stages, mut resamplings, mut truncated) = (0, 0, false);
     let step = |stage: usize, c: usize, p: &mut Particle<L::Stats>| {
@@ -556,7 +565,7 @@ pub fn sample_prior_tree<L: LeafModel, R: Rng>(
     };
     let all: Vec<u32> = (0..features.n_rows() as u32).collect();
     let root = Arc::new(NodeData::new(features, targets, model, all));
-    let mut particle = Particle::new(&root, prior);
+    let mut particle = Particle::new(&root, prior, features);
     while !particle.open.is_empty() {
         particle.stage(&ctx, Expansion::NodeBreadthFirst, rng);
     }
@@ -578,7 +587,7 @@ mod tests {
         let particles: Vec<Particle<_>> = [-3.0, 0.5, -0.25, -40.0, 2.0]
             .iter()
             .map(|&w| {
-                let mut p = Particle::new(&root, &prior);
+                let mut p = Particle::new(&root, &prior, &features);
                 p.log_weight = w;
                 p
             })

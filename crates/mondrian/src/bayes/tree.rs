@@ -7,7 +7,7 @@
 //! behind an `Arc`: copying a particle on resampling copies a few words per node, where a
 //! per-tree permutation of the rows would copy N indices (§3.1 [REC]: shared structure).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::likelihood::{LeafModel, SufficientStats};
 use crate::data::{FeatureValue, Rows};
@@ -110,40 +110,94 @@ pub struct NodeData<S> {
     pub(crate) rows: Box<[u32]>,
     pub(crate) stats: S,
     pub(crate) log_ml: f64,
-    /// The D minima, then the D maxima.
-    pub(crate) bounds: Box<[f64]>,
+    /// The D minima, then the D maxima, computed when first asked for: most nodes a
+    /// particle creates stop at once, and whether a node can split rarely needs them
+    /// ([`NodeData::has_valid_dim`]).
+    pub(crate) bounds: OnceLock<Box<[f64]>>,
 }
 
 impl<S> NodeData<S> {
-    /// The data of the rows `rows`.
+    /// The data of the rows `rows`, with its extent: a root is shared by every particle,
+    /// so its extent is computed once here.
     pub(crate) fn new<L: LeafModel<Stats = S>>(
         features: &Features,
         targets: &[L::Target],
         model: &L,
         rows: Vec<u32>,
     ) -> Self {
-        node_data(features, targets, model, rows)
+        let data = scored(model, targets, rows.into_boxed_slice());
+        data.bounds(features);
+        data
+    }
+
+    /// The extent: the D minima, then the D maxima.
+    pub(crate) fn bounds(&self, features: &Features) -> &[f64] {
+        self.bounds.get_or_init(|| {
+            let mut b = empty_bounds(features.n_features());
+            for &r in self.rows.iter() {
+                widen(&mut b, features.row(r as usize));
+            }
+            b.into_boxed_slice()
+        })
+    }
+
+    /// The extent if it has been computed, else an empty slice.
+    pub(crate) fn known_bounds(&self) -> &[f64] {
+        self.bounds.get().map_or(&[], |b| b)
+    }
+
+    /// [ℓ^x_{jd}, u^x_{jd}]: from the extent when it is known, else by one pass over
+    /// dimension d alone.
+    pub(crate) fn extent(&self, features: &Features, d: usize) -> (f64, f64) {
+        if let Some(b) = self.bounds.get() {
+            return (b[d], b[b.len() / 2 + d]);
+        }
+        self.rows
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                let v = features.value(r as usize, d);
+                (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+            })
+    }
+
+    /// Whether dimension d takes two values among the rows: from the extent when it is
+    /// known, else by stopping at the first value that differs from the first row's.
+    pub(crate) fn is_valid_dim(&self, features: &Features, d: usize) -> bool {
+        if let Some(b) = self.bounds.get() {
+            return b[d] < b[b.len() / 2 + d];
+        }
+        let Some((&first, rest)) = self.rows.split_first() else {
+            return false;
+        };
+        let v0 = features.value(first as usize, d);
+        rest.iter().any(|&r| features.value(r as usize, d) != v0)
+    }
+
+    /// Whether some dimension takes two values among the rows (V_j ≠ ∅). Without the
+    /// extent this stops at the first row that differs from the first one.
+    pub(crate) fn has_valid_dim(&self, features: &Features) -> bool {
+        if let Some(b) = self.bounds.get() {
+            let d = b.len() / 2;
+            return (0..d).any(|k| b[k] < b[d + k]);
+        }
+        let Some((&first, rest)) = self.rows.split_first() else {
+            return false;
+        };
+        let x0 = features.row(first as usize);
+        // `!=` on the values, so −0.0 and 0.0 are one value, as in the extent.
+        rest.iter().any(|&r| features.row(r as usize) != x0)
     }
 }
 
-fn node_data<L: LeafModel>(
-    features: &Features,
-    targets: &[L::Target],
-    model: &L,
-    rows: Vec<u32>,
-) -> NodeData<L::Stats> {
-    let d = features.n_features();
-    let mut bounds = empty_bounds(d);
-    for &r in &rows {
-        widen(&mut bounds, features.row(r as usize));
-    }
+/// The data of `rows`: their statistics and marginal, the extent left for later.
+fn scored<L: LeafModel>(model: &L, targets: &[L::Target], rows: Box<[u32]>) -> NodeData<L::Stats> {
     let mut stats = model.empty_stats();
     stats.add_rows(targets, &rows);
     NodeData {
         log_ml: model.log_marginal(&stats),
-        rows: rows.into_boxed_slice(),
+        rows,
         stats,
-        bounds: bounds.into_boxed_slice(),
+        bounds: OnceLock::new(),
     }
 }
 
@@ -166,7 +220,7 @@ fn widen(bounds: &mut [f64], x: &[f64]) {
 }
 
 /// Splits a node's rows by x_dim ≤ threshold (left) and > threshold (right), with the
-/// statistics, marginals and extents of both sides, in one pass.
+/// statistics and marginals of both sides; their extents wait until asked for.
 pub(crate) fn partition<L: LeafModel>(
     features: &Features,
     targets: &[L::Target],
@@ -175,39 +229,21 @@ pub(crate) fn partition<L: LeafModel>(
     dim: usize,
     threshold: f64,
 ) -> (NodeData<L::Stats>, NodeData<L::Stats>) {
-    let d = features.n_features();
-    // Left rows fill `buf` from the front and right rows from the back, so one pass over
-    // the parent decides every row without growing two vectors.
+    // Room for every row on either side: no regrowing, and the unused tail is returned
+    // when the vectors become boxed slices.
     let n = parent.rows.len();
-    let mut buf = vec![0u32; n];
-    let (mut nl, mut nr) = (0, n);
-    let (mut lb, mut rb) = (empty_bounds(d), empty_bounds(d));
+    let (mut left, mut right) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for &r in parent.rows.iter() {
-        let x = features.row(r as usize);
-        if x[dim] <= threshold {
-            buf[nl] = r;
-            nl += 1;
-            widen(&mut lb, x);
+        if features.value(r as usize, dim) <= threshold {
+            left.push(r);
         } else {
-            nr -= 1;
-            buf[nr] = r;
-            widen(&mut rb, x);
+            right.push(r);
         }
     }
-    // The right rows back in the parent's order.
-    buf[nl..].reverse();
-    let make = |rows: &[u32], bounds: Vec<f64>| {
-        let mut stats = model.empty_stats();
-        stats.add_rows(targets, rows);
-        NodeData {
-            log_ml: model.log_marginal(&stats),
-            rows: rows.into(),
-            stats,
-            bounds: bounds.into_boxed_slice(),
-        }
-    };
-    let (left, right) = buf.split_at(nl);
-    (make(left, lb), make(right, rb))
+    (
+        scored(model, targets, left.into_boxed_slice()),
+        scored(model, targets, right.into_boxed_slice()),
+    )
 }
 
 /// What a node is: still to be decided (in the particle's queue E), a leaf, or split.
@@ -268,19 +304,22 @@ impl<S> Node<S> {
     pub fn parent(&self) -> Option<usize> {
         (self.parent != NO_PARENT).then_some(self.parent as usize)
     }
-    /// The data extent [ℓ^x_{jd}, u^x_{jd}] in dimension d.
-    pub fn extent(&self, d: usize) -> (f64, f64) {
-        let n = self.data.bounds.len() / 2;
-        (self.data.bounds[d], self.data.bounds[n + d])
+    /// The data extent [ℓ^x_{jd}, u^x_{jd}] in dimension d (`features`: the training
+    /// features the tree was grown on).
+    pub fn extent(&self, features: &Features, d: usize) -> (f64, f64) {
+        self.data.extent(features, d)
     }
     /// V_j: the dimensions in which the node's points take at least two values.
-    pub fn valid_dims(&self) -> impl Iterator<Item = usize> + '_ {
-        let n = self.data.bounds.len() / 2;
-        (0..n).filter(move |&d| self.data.bounds[d] < self.data.bounds[n + d])
+    pub fn valid_dims<'a>(&'a self, features: &'a Features) -> impl Iterator<Item = usize> + 'a {
+        (0..features.n_features()).filter(move |&d| self.data.is_valid_dim(features, d))
     }
     /// |V_j|.
-    pub fn n_valid_dims(&self) -> usize {
-        self.valid_dims().count()
+    pub fn n_valid_dims(&self, features: &Features) -> usize {
+        self.valid_dims(features).count()
+    }
+    /// Whether V_j ≠ ∅, usually without computing the extent.
+    pub fn has_valid_dim(&self, features: &Features) -> bool {
+        self.data.has_valid_dim(features)
     }
     /// The rule (δ_j, ξ_j) of an internal node.
     pub fn rule(&self) -> Option<(usize, f64)> {
@@ -424,7 +463,7 @@ mod tests {
         let y = [0usize, 1, 1, 0];
         let model = DirichletMultinomial::new(1.0, 2).unwrap();
         let root = NodeData::new(&f, &y, &model, vec![0, 1, 2, 3]);
-        assert_eq!(root.bounds.as_ref(), &[-0.0, 1.0, 0.5, 3.0]);
+        assert_eq!(root.bounds(&f), &[-0.0, 1.0, 0.5, 3.0]);
         let (l, r) = partition(&f, &y, &model, &root, 0, 0.0);
         assert_eq!(
             (l.rows.as_ref(), r.rows.as_ref()),

@@ -59,9 +59,9 @@ fn change<M: LeafModel, R: Rng>(
     }
     let j = internal[rng.gen_range(0..internal.len())];
     let node = &tree.nodes[j];
-    let dims: Vec<usize> = node.valid_dims().collect();
+    let dims: Vec<usize> = node.valid_dims(loc.features).collect();
     let dim = dims[rng.gen_range(0..dims.len())];
-    let (lo, hi) = node.extent(dim);
+    let (lo, hi) = node.extent(loc.features, dim);
     let xi = loc.threshold(dim, uniform_below(lo, hi, rng));
     propose(loc, tree, j, &[(j, (dim, xi))], false, rng)
 }
@@ -125,7 +125,7 @@ fn old_side<M: LeafModel>(
                 dim, left, right, ..
             } => {
                 if k != top || top_rule_counts {
-                    total += loc.prior.rule_log_density(node, dim as usize);
+                    total += loc.prior.rule_log_density(node, loc.features, dim as usize);
                 }
                 stack.push(left as usize);
                 stack.push(right as usize);
@@ -164,13 +164,16 @@ fn rebuild<M: LeafModel>(
                     .iter()
                     .find(|(o, _)| *o == k)
                     .map_or((dim as usize, threshold), |&(_, rule)| rule);
-                let (lo, hi) = node.extent(dim);
-                if !(lo < hi && lo <= threshold && threshold < hi && loc.prior.node_can_split(node))
+                let (lo, hi) = node.extent(loc.features, dim);
+                if !(lo < hi
+                    && lo <= threshold
+                    && threshold < hi
+                    && loc.prior.node_can_split(node, loc.features))
                 {
                     return None;
                 }
                 if k != top || top_rule_counts {
-                    total += loc.prior.rule_log_density(node, dim);
+                    total += loc.prior.rule_log_density(node, loc.features, dim);
                 }
                 let (l, r) = loc.split(&node.data, dim, threshold);
                 new.nodes[left as usize].data = Arc::new(l);

@@ -35,7 +35,7 @@ fn growable<M: LeafModel>(loc: &Local<M>, tree: &BayesTree<M::Stats>) -> Vec<usi
     tree.nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.is_leaf() && loc.prior.node_can_split(n))
+        .filter(|(_, n)| n.is_leaf() && loc.prior.node_can_split(n, loc.features))
         .map(|(j, _)| j)
         .collect()
 }
@@ -62,9 +62,9 @@ pub(crate) fn grow<M: LeafModel, R: Rng>(
     let n_prunable = prunable(tree).len();
     let j = candidates[rng.gen_range(0..candidates.len())];
     let node = &tree.nodes[j];
-    let dims: Vec<usize> = node.valid_dims().collect();
+    let dims: Vec<usize> = node.valid_dims(loc.features).collect();
     let dim = dims[rng.gen_range(0..dims.len())];
-    let (lo, hi) = node.extent(dim);
+    let (lo, hi) = node.extent(loc.features, dim);
     let xi = loc.threshold(dim, uniform_below(lo, hi, rng));
     let (left, right) = loc.split(&node.data, dim, xi);
     let mut whole = left.stats.clone();
@@ -116,8 +116,8 @@ pub(crate) fn prune<M: LeafModel, R: Rng>(
     let ll_j = loc.model.log_marginal(&whole);
     // j can split (it did), so it is growable after the prune; its children leave G.
     let growable_after = n_growable + 1
-        - usize::from(loc.prior.node_can_split(na))
-        - usize::from(loc.prior.node_can_split(nb));
+        - usize::from(loc.prior.node_can_split(na, loc.features))
+        - usize::from(loc.prior.node_can_split(nb, loc.features));
     let depth = tree.nodes[j].depth();
     let p = loc.prior.p_split(depth);
     let log_r = (candidates.len() as f64).ln() - (growable_after as f64).ln()

@@ -94,11 +94,8 @@ impl<M: LeafModel> Local<'_, M> {
 
     /// Whether a node of this data can split (V_j ≠ ∅, and the size rule, A19).
     pub(crate) fn data_can_split(&self, data: &NodeData<M::Stats>) -> bool {
-        let d = data.bounds.len() / 2;
-        let valid = (0..d)
-            .filter(|&k| data.bounds[k] < data.bounds[d + k])
-            .count();
-        self.prior.can_split(data.rows.len(), valid)
+        self.prior.min_samples.is_none_or(|m| data.rows.len() >= m)
+            && data.has_valid_dim(self.features)
     }
 }
 

@@ -81,13 +81,13 @@ fn clamped_stage(
             let node = &p.tree.nodes[j];
             let (l, r) = loc.split(&node.data, dim as usize, threshold);
             p.log_weight += l.log_ml + r.log_ml - node.data.log_ml;
-            p.log_prior += prob.ln() + loc.prior.rule_log_density(node, dim as usize);
+            p.log_prior += prob.ln() + loc.prior.rule_log_density(node, loc.features, dim as usize);
             let (a, b) = p.tree.split(j, dim as usize, threshold, l, r);
             map.resize(p.tree.nodes.len(), 0);
             map[a as usize] = left;
             map[b as usize] = right;
-            p.queue_or_stop(a, loc.prior);
-            p.queue_or_stop(b, loc.prior);
+            p.queue_or_stop(a, loc.prior, loc.features);
+            p.queue_or_stop(b, loc.prior, loc.features);
         }
         _ => {
             p.tree.nodes[j].kind = Kind::Leaf;
@@ -107,7 +107,7 @@ pub(crate) fn run<R: Rng>(
     let ctx = loc.context();
     let root = loc.root();
     let mut particles: Vec<Particle<Moments>> = (0..n_particles)
-        .map(|_| Particle::new(&root, loc.prior))
+        .map(|_| Particle::new(&root, loc.prior, loc.features))
         .collect();
     let mut map: Vec<u32> = vec![0];
     let first_free = usize::from(reference.is_some());
