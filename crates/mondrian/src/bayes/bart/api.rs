@@ -97,7 +97,7 @@ fn mean(v: &[f64]) -> f64 {
 
 /// The p-quantile of the mixture (1/S) Σ_s N(means_s, sds_s²), by bisection. It lies
 /// between the smallest and the largest of the components' p-quantiles (there every
-/// component's CDF is ≤ p, here ≥ p), and 34 halvings of that bracket leave it within
+/// component's CDF is ≤ p, here ≥ p), and 36 halvings of that bracket leave it within
 /// 10⁻¹⁰ of the bracket's width.
 fn mixture_quantile(means: &[f64], sds: &[f64], p: f64) -> f64 {
     let cdf = |t: f64| {
