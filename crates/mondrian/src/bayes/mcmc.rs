@@ -252,13 +252,13 @@ fn run<M: LeafModel>(
     let n = params.iterations;
     let mut trace = McmcTrace::with_capacity(n);
     let mut log_lik = tree.log_likelihood();
-    let mut log_prior = loc.prior.log_density(&tree);
+    let mut log_prior = loc.prior.log_density(&tree, loc.features);
     let mut leaves = tree.n_leaves() as u32;
     for it in 1..=n {
         let moved = cgm_step(loc, &mut tree, &params.moves, &mut rng);
         if moved {
             log_lik = tree.log_likelihood();
-            log_prior = loc.prior.log_density(&tree);
+            log_prior = loc.prior.log_density(&tree, loc.features);
             leaves = tree.n_leaves() as u32;
         }
         after(it, &tree, moved, &mut excluded);
