@@ -24,7 +24,7 @@ use super::likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
     RegressionLeafModel,
 };
-use super::shared::check_targets;
+use super::shared::{check_labels, check_targets, no_fit};
 use super::smc::{SmcParams, SmcPosterior};
 use super::tree::Features;
 use crate::data::{FeatureValue, Rows};
@@ -99,10 +99,6 @@ impl<L: LeafModel> Fitted<L> {
         }
         Ok(out)
     }
-}
-
-fn no_fit() -> MondrianError {
-    MondrianError::NotFitted
 }
 
 // ---------------------------------------------------------------------------------------
@@ -259,23 +255,6 @@ impl SmcTreeClassifier {
     /// The width of the training rows, once fitted.
     pub fn n_features(&self) -> Option<usize> {
         self.fitted.as_ref().map(|f| f.n_features)
-    }
-}
-
-fn check_labels(y: &[usize], n_rows: usize, k: usize) -> Result<()> {
-    if y.len() != n_rows {
-        return Err(MondrianError::LengthMismatch {
-            n_rows,
-            n_labels: y.len(),
-        });
-    }
-    match y.iter().position(|&l| l >= k) {
-        Some(row) => Err(MondrianError::LabelOutOfRange {
-            row,
-            label: y[row],
-            n_classes: k,
-        }),
-        None => Ok(()),
     }
 }
 

@@ -5,6 +5,7 @@
 //! [`Fit`]: crate::model::Fit
 //! [`Predict`]: crate::model::Predict
 
+use super::tree::Features;
 use crate::data::MAX_TARGET;
 use crate::error::{MondrianError, Result};
 
@@ -27,6 +28,40 @@ pub(crate) fn check_targets(y: &[f64], n_rows: usize) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// One target per row of `features`.
+pub(crate) fn check_lengths(features: &Features, n_targets: usize) -> Result<()> {
+    if n_targets != features.n_rows() {
+        return Err(MondrianError::LengthMismatch {
+            n_rows: features.n_rows(),
+            n_labels: n_targets,
+        });
+    }
+    Ok(())
+}
+
+/// One class label below `k` per row.
+pub(crate) fn check_labels(y: &[usize], n_rows: usize, k: usize) -> Result<()> {
+    if y.len() != n_rows {
+        return Err(MondrianError::LengthMismatch {
+            n_rows,
+            n_labels: y.len(),
+        });
+    }
+    match y.iter().position(|&l| l >= k) {
+        Some(row) => Err(MondrianError::LabelOutOfRange {
+            row,
+            label: y[row],
+            n_classes: k,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The error of a model asked to predict before a fit.
+pub(crate) fn no_fit() -> MondrianError {
+    MondrianError::NotFitted
 }
 
 /// `Model`, `Fit<T>` and `Predict<T>` (prediction `Vec<$target>`) for a model struct with

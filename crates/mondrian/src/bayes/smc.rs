@@ -24,6 +24,7 @@ use super::likelihood::LeafModel;
 use super::prior::CgmPrior;
 use super::proposal::{Context, Proposal, SplitValue};
 use super::resample::{ancestors, copy_ancestors, effective_particles, Resampler};
+use super::shared::check_lengths;
 use super::special::{log_add_exp, log_sum_exp};
 use super::tree::{BayesTree, Features, Kind, NodeData};
 use crate::error::{MondrianError, Result};
@@ -242,17 +243,6 @@ impl<S> Particle<S> {
             }
         }
     }
-}
-
-/// One target per row of `features`.
-fn check_lengths(features: &Features, n_targets: usize) -> Result<()> {
-    if n_targets != features.n_rows() {
-        return Err(MondrianError::LengthMismatch {
-            n_rows: features.n_rows(),
-            n_labels: n_targets,
-        });
-    }
-    Ok(())
 }
 
 /// The generator of stream (seed, island, stage, index).
