@@ -6,7 +6,7 @@
 //! `cargo run --release -p mondrian --example bart_traces -- --train A.csv --test B.csv
 //!  [--trees 200] [--sampler pg|cgm|growprune] [--particles 10] [--iters 2000]
 //!  [--burn-in 1000] [--seed 0] [--alpha-s 0.95] [--beta-s 2] [--threads 0]
-//!  [--trace-all] [--traces]`
+//!  [--split-value continuous|midpoint] [--trace-all] [--traces]`
 //!
 //! `--trace-all` keeps every iteration's draw (the chain is the same: burn-in only decides
 //! which draws are stored) so that the test-MSE trace starts at iteration 1; the metrics
@@ -15,7 +15,9 @@
 use std::time::Instant;
 
 use mondrian::bayes::bart::normal_cdf;
-use mondrian::bayes::{effective_size, BartParams, BartRegressor, CgmPrior, TreeSampler};
+use mondrian::bayes::{
+    effective_size, BartParams, BartRegressor, CgmPrior, SplitValue, TreeSampler,
+};
 use serde_json::json;
 
 fn read_csv(path: &str) -> Result<(Vec<f64>, Vec<f64>, usize), Box<dyn std::error::Error>> {
@@ -45,6 +47,7 @@ struct Args {
     alpha_s: f64,
     beta_s: f64,
     threads: usize,
+    midpoint: bool,
     trace_all: bool,
     traces: bool,
 }
@@ -62,6 +65,7 @@ fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
         alpha_s: 0.95,
         beta_s: 2.0,
         threads: 0,
+        midpoint: false,
         trace_all: false,
         traces: false,
     };
@@ -87,6 +91,13 @@ fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
                     "--alpha-s" => a.alpha_s = v.parse()?,
                     "--beta-s" => a.beta_s = v.parse()?,
                     "--threads" => a.threads = v.parse()?,
+                    "--split-value" => {
+                        a.midpoint = match v.as_str() {
+                            "midpoint" => true,
+                            "continuous" => false,
+                            s => return Err(format!("unknown split value {s}").into()),
+                        }
+                    }
                     _ => return Err(format!("unknown flag {flag}").into()),
                 }
             }
@@ -133,6 +144,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sampler,
         seed: a.seed,
         n_threads: a.threads,
+        split_value: if a.midpoint {
+            SplitValue::Midpoint
+        } else {
+            SplitValue::Continuous
+        },
         prior: CgmPrior {
             alpha_s: a.alpha_s,
             beta_s: a.beta_s,
@@ -198,6 +214,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "iters": a.iters,
         "burn_in": burn,
         "seed": a.seed,
+        "split_value": if a.midpoint { "midpoint" } else { "continuous" },
         "alpha_s": a.alpha_s,
         "beta_s": a.beta_s,
         "n_train": y.len(),
