@@ -20,7 +20,10 @@ use mondrian::bayes::{
 };
 use serde_json::json;
 
-fn read_csv(path: &str) -> Result<(Vec<f64>, Vec<f64>, usize), Box<dyn std::error::Error>> {
+/// Row-major features, targets and the number of features.
+type Table = (Vec<f64>, Vec<f64>, usize);
+
+fn read_csv(path: &str) -> Result<Table, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;
     let (mut x, mut y, mut d) = (Vec::new(), Vec::new(), 0);
     for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
@@ -180,7 +183,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let test_mse: Vec<f64> = (0..s_all)
         .map(|s| {
             let f = &draws[s * n..(s + 1) * n];
-            f.iter().zip(&ty).map(|(p, t)| (p - t) * (p - t)).sum::<f64>() / n as f64
+            f.iter()
+                .zip(&ty)
+                .map(|(p, t)| (p - t) * (p - t))
+                .sum::<f64>()
+                / n as f64
         })
         .collect();
     let s_kept = (s_all - first) as f64;

@@ -542,7 +542,8 @@ fn bart_and_the_single_tree_sampler_share_one_kernel() {
             &mut same,
         )
         .unwrap();
-        let rules = |t: &BayesTree<_>| -> Vec<(Option<(usize, f64)>, Vec<u32>)> {
+        type Rules = Vec<(Option<(usize, f64)>, Vec<u32>)>;
+        let rules = |t: &BayesTree<_>| -> Rules {
             t.nodes()
                 .iter()
                 .map(|n| (n.rule(), n.rows().to_vec()))
