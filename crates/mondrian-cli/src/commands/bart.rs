@@ -294,14 +294,6 @@ fn flag_error(e: MondrianError) -> CliError {
     }
 }
 
-/// `--threads T` with T > 1 caps rayon's global pool, which the library's prediction
-/// uses, unless RAYON_NUM_THREADS already says; 0 and 1 are the library's own.
-fn cap_threads(threads: usize) {
-    if threads > 1 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
-    }
-}
-
 /// Runs `fit` with a progress report on standard error: a bar on a terminal, else a line
 /// at every 5% of the iterations that comes a second or more after the previous line; a
 /// line before and after. Returns the wall seconds.
@@ -425,7 +417,6 @@ fn eval(args: &EvalArgs) -> Result<(), CliError> {
             }
         }
     };
-    cap_threads(args.threads);
     match task {
         TaskArg::Classification => classify(args, params, &train, &test),
         TaskArg::Regression => regress(args, params, &train, &test),

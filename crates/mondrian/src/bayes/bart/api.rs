@@ -41,8 +41,9 @@ pub(super) struct Fitted {
     pub(super) offset: f64,
     pub(super) scale: f64,
     pub(super) run: Run,
-    /// Predict on the caller's thread (`n_threads == 1`); not saved.
-    pub(super) serial: bool,
+    /// Threads for prediction: 1 the caller's, 0 rayon's pool, n > 1 a pool of n; not
+    /// saved.
+    pub(super) n_threads: usize,
 }
 
 impl Fitted {
@@ -66,10 +67,15 @@ impl Fitted {
                 .collect();
             f(&values, &sigma)
         };
-        Ok(if self.serial {
-            (0..rows.n_rows()).map(one).collect()
-        } else {
-            (0..rows.n_rows()).into_par_iter().map(one).collect()
+        let all = || (0..rows.n_rows()).into_par_iter().map(one).collect();
+        Ok(match self.n_threads {
+            1 => (0..rows.n_rows()).map(one).collect(),
+            0 => all(),
+            n => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+                Ok(pool) => pool.install(all),
+                // Rows are independent: the caller's pool gives the same values.
+                Err(_) => all(),
+            },
         })
     }
 
@@ -275,7 +281,7 @@ impl BartRegressor {
             offset,
             scale,
             run,
-            serial: self.params.n_threads == 1,
+            n_threads: self.params.n_threads,
         });
         Ok(())
     }
@@ -410,7 +416,7 @@ impl BartClassifier {
             offset: 0.0,
             scale: 1.0,
             run,
-            serial: self.params.n_threads == 1,
+            n_threads: self.params.n_threads,
         });
         Ok(())
     }

@@ -195,7 +195,7 @@ fn decode(
             t.burn_in, params.n_iter, params.burn_in
         )));
     }
-    let serial = params.n_threads == 1;
+    let n_threads = params.n_threads;
     Ok((
         params,
         Some(Fitted {
@@ -203,7 +203,7 @@ fn decode(
             offset: f.offset,
             scale: f.scale,
             run,
-            serial,
+            n_threads,
         }),
     ))
 }

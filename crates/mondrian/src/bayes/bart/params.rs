@@ -230,8 +230,8 @@ pub struct BartParams {
     pub tree_order: TreeOrder,
     /// Master seed: the same seed gives the same chain, bit for bit.
     pub seed: u64,
-    /// Threads for prediction: 0 for rayon's global pool, 1 for the caller's thread. The
-    /// chain itself is sequential.
+    /// Threads for prediction: 0 for rayon's global pool, 1 for the caller's thread, n > 1
+    /// a pool of n. The chain itself is sequential.
     pub n_threads: usize,
 }
 
