@@ -127,7 +127,9 @@ impl<L: LeafModel> Context<'_, L> {
             }
             _ => (uniform_below(lo, hi, rng), 0.0),
         };
-        let log_prior = p.ln() + self.prior.rule_log_density(node, self.features, dim);
+        // The rule density −ln|V_j| − ln|e_δ| from what was just computed: each extent
+        // outside a known box is a pass over the node's rows.
+        let log_prior = p.ln() - (dims.len() as f64).ln() - (hi - lo).ln();
         let (children, lik_ratio) = self.apply_split(tree, j, dim, xi);
         Decided {
             log_increment: lik_ratio + log_ratio,
@@ -240,8 +242,8 @@ impl<L: LeafModel> Context<'_, L> {
             };
         }
         let c = &candidates[pick];
-        let log_prior = p.ln() + self.prior.rule_log_density(node, self.features, c.dim);
         let (lo, hi) = node.extent(self.features, c.dim);
+        let log_prior = log_rule - (hi - lo).ln();
         let log_gap_share = (c.hi - c.lo).ln() - (hi - lo).ln();
         let xi = uniform_below(c.lo, c.hi, rng);
         let approx = c.log_weight;
