@@ -254,7 +254,7 @@ fn sufficient_statistics_split_and_join() {
 
 #[test]
 fn batch_statistics_equal_one_at_a_time() {
-    // `add_rows` (two passes for Moments) against Welford one target at a time, on a
+    // `add_rows` (one pass of shifted sums for Moments) against Welford one target at a time, on a
     // non-empty start and an index set with repeats and gaps; counts exactly.
     let y: Vec<f64> = (0..301)
         .map(|i| (i as f64 * 1.37).cos() * 50.0 + 1e3)
@@ -277,6 +277,61 @@ fn batch_statistics_equal_one_at_a_time() {
     let mut counts = model.empty_stats();
     counts.add_rows(&labels, &[0, 1, 2, 5, 39]);
     assert_eq!(counts, model.stats_of([0, 1, 2, 2, 0].into_iter()));
+}
+
+#[test]
+fn split_statistics_equal_one_at_a_time() {
+    // `split_rows` (one pass, sums shifted by the parent's mean) against Welford on each
+    // side. Shifted sums lose about n·ε·(1 + (ȳ − c)²/var) of m2 relative: with the
+    // parent's own mean that is ~1e-13 here; with a stale centre 0 for data at 1e6 ± 1
+    // it would be everything, so the centre used is tested at both: 1e6 (the parent) and
+    // 1e3 away from it at spread ~50 (an older residual's mean), (ȳ − c)²/var ≈ 800, so
+    // the bound is 800·500·2.2e-16 ≈ 1e-10; 1e-8 leaves room for the sum's rounding.
+    for (offset, centre_offset, tol) in [(1e6, 0.0, 1e-10), (1e3, -1e3, 1e-8)] {
+        let y: Vec<f64> = (0..301)
+            .map(|i| (i as f64 * 1.37).cos() * 50.0 + offset)
+            .collect();
+        let rows: Vec<u32> = (0..500).map(|i| (i * 37 % 301) as u32).collect();
+        let centre: Vec<f64> = y.iter().map(|v| v + centre_offset).collect();
+        let parent = moments(&centre);
+        let goes_left = |r: u32| (r as f64 * 0.7).sin() < 0.2;
+        let (mut left, mut right) = (vec![7u32], Vec::new());
+        let (l, r) = parent.split_rows(
+            Moments::default(),
+            &y,
+            &rows,
+            goes_left,
+            &mut left,
+            &mut right,
+        );
+        assert_eq!(left[0], 7, "rows are appended");
+        let want_left: Vec<u32> = rows.iter().copied().filter(|&r| goes_left(r)).collect();
+        let want_right: Vec<u32> = rows.iter().copied().filter(|&r| !goes_left(r)).collect();
+        assert_eq!(&left[1..], &want_left[..]);
+        assert_eq!(right, want_right);
+        for (got, want) in [(l, &want_left), (r, &want_right)] {
+            let one = moments(&want.iter().map(|&r| y[r as usize]).collect::<Vec<_>>());
+            assert_eq!(got.n(), one.n());
+            assert!((got.mean() - one.mean()).abs() < 1e-12 * one.mean().abs());
+            assert!((got.m2() - one.m2()).abs() < tol * one.m2());
+        }
+    }
+    // The default (comparison, then each side's statistics) on class counts.
+    let model = DirichletMultinomial::new(1.0, 3).unwrap();
+    let labels: Vec<usize> = (0..40).map(|i| i % 3).collect();
+    let all = model.stats_of(labels.iter().copied());
+    let rows: Vec<u32> = (0..40).collect();
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    let (l, r) = all.split_rows(
+        model.empty_stats(),
+        &labels,
+        &rows,
+        |r| r < 10,
+        &mut left,
+        &mut right,
+    );
+    assert_eq!(l, model.stats_of(labels[..10].iter().copied()));
+    assert_eq!(r, model.stats_of(labels[10..].iter().copied()));
 }
 
 #[test]

@@ -34,6 +34,34 @@ pub trait SufficientStats<Y>: Clone + Debug + Send + Sync {
             self.add(targets[r as usize]);
         }
     }
+    /// Sends each of `rows` to `left` or `right` by `goes_left` and returns the
+    /// statistics of both sides, starting from `empty`. `self` summarises some set near
+    /// `rows` (the parent node's targets, possibly under an older residual): an
+    /// implementation may use it as a reference point, never as data.
+    fn split_rows(
+        &self,
+        empty: Self,
+        targets: &[Y],
+        rows: &[u32],
+        mut goes_left: impl FnMut(u32) -> bool,
+        left: &mut Vec<u32>,
+        right: &mut Vec<u32>,
+    ) -> (Self, Self)
+    where
+        Y: Copy,
+    {
+        for &r in rows {
+            if goes_left(r) {
+                left.push(r);
+            } else {
+                right.push(r);
+            }
+        }
+        let (mut l, mut r) = (empty.clone(), empty);
+        l.add_rows(targets, left);
+        r.add_rows(targets, right);
+        (l, r)
+    }
 }
 
 /// A conjugate leaf model: the log marginal likelihood of a leaf's targets and the
@@ -288,26 +316,69 @@ impl SufficientStats<f64> for Moments {
     fn count(&self) -> usize {
         self.n as usize
     }
-    /// Two passes (the mean, then the squared deviations from it) and a merge: as
-    /// accurate as Welford's update without its division on every target.
+    /// One pass of sums shifted by the first target, then a merge: the shift keeps the
+    /// cancellation in Σ(y − c)² − (Σ(y − c))²/n to the order of (ȳ − c)²/var, where the
+    /// plain sums Σy, Σy² would lose everything to a large mean (§2.1).
     fn add_rows(&mut self, targets: &[f64], rows: &[u32]) {
-        if rows.is_empty() {
+        let Some(&first) = rows.first() else {
             return;
+        };
+        let shift = targets[first as usize];
+        let (mut s, mut q) = (0.0, 0.0);
+        for &r in rows {
+            let d = targets[r as usize] - shift;
+            s += d;
+            q += d * d;
         }
-        let n = rows.len() as f64;
-        let mean = rows.iter().map(|&r| targets[r as usize]).sum::<f64>() / n;
-        let m2 = rows
-            .iter()
-            .map(|&r| {
-                let d = targets[r as usize] - mean;
-                d * d
-            })
-            .sum::<f64>();
-        self.merge(&Moments {
-            n: rows.len() as u64,
-            mean,
-            m2,
-        });
+        self.merge(&Moments::from_shifted_sums(rows.len(), shift, s, q));
+    }
+    /// One pass over the rows for the comparison and both sides' sums, shifted by the
+    /// parent's mean, without a branch on the comparison: each row is written to both
+    /// buffers and only one side's end advances; the right side's sums are the total's
+    /// less the left's.
+    fn split_rows(
+        &self,
+        _empty: Self,
+        targets: &[f64],
+        rows: &[u32],
+        mut goes_left: impl FnMut(u32) -> bool,
+        left: &mut Vec<u32>,
+        right: &mut Vec<u32>,
+    ) -> (Self, Self) {
+        let shift = if self.n > 0 { self.mean } else { 0.0 };
+        let (n_left0, n_right0) = (left.len(), right.len());
+        let (mut sl, mut ql, mut sr, mut qr) = (0.0, 0.0, 0.0, 0.0);
+        for &r in rows {
+            let d = targets[r as usize] - shift;
+            if goes_left(r) {
+                left.push(r);
+                sl += d;
+                ql += d * d;
+            } else {
+                right.push(r);
+                sr += d;
+                qr += d * d;
+            }
+        }
+        (
+            Moments::from_shifted_sums(left.len() - n_left0, shift, sl, ql),
+            Moments::from_shifted_sums(right.len() - n_right0, shift, sr, qr),
+        )
+    }
+}
+
+impl Moments {
+    /// The moments of n values y with Σ(y − c) = s and Σ(y − c)² = q.
+    fn from_shifted_sums(n: usize, c: f64, s: f64, q: f64) -> Moments {
+        if n == 0 {
+            return Moments::default();
+        }
+        let nf = n as f64;
+        Moments {
+            n: n as u64,
+            mean: c + s / nf,
+            m2: (q - s * s / nf).max(0.0),
+        }
     }
 }
 

@@ -126,8 +126,26 @@ impl<S> NodeData<S> {
         rows: Vec<u32>,
     ) -> Self {
         let data = scored(model, targets, rows.into_boxed_slice());
-        data.bounds(features);
+        if data.rows.len() == features.n_rows() {
+            // Every row (rows are distinct): the extent is the presorted ends.
+            let d = features.n_features();
+            let mut b = Vec::with_capacity(2 * d);
+            b.extend(features.distinct.iter().map(|v| v[0]));
+            b.extend(features.distinct.iter().map(|v| v[v.len() - 1]));
+            let _ = data.bounds.set(b.into_boxed_slice());
+        } else {
+            data.bounds(features);
+        }
         data
+    }
+
+    /// The data of `rows` scored against `targets`, its extent left for later.
+    pub(crate) fn scored<L: LeafModel<Stats = S>>(
+        model: &L,
+        targets: &[L::Target],
+        rows: Box<[u32]>,
+    ) -> Self {
+        scored(model, targets, rows)
     }
 
     /// The extent: the D minima, then the D maxima.
@@ -193,6 +211,11 @@ impl<S> NodeData<S> {
 fn scored<L: LeafModel>(model: &L, targets: &[L::Target], rows: Box<[u32]>) -> NodeData<L::Stats> {
     let mut stats = model.empty_stats();
     stats.add_rows(targets, &rows);
+    with_stats(model, rows, stats)
+}
+
+/// The data of `rows` with their statistics `stats` already computed.
+fn with_stats<L: LeafModel>(model: &L, rows: Box<[u32]>, stats: L::Stats) -> NodeData<L::Stats> {
     NodeData {
         log_ml: model.log_marginal(&stats),
         rows,
@@ -233,16 +256,17 @@ pub(crate) fn partition<L: LeafModel>(
     // when the vectors become boxed slices.
     let n = parent.rows.len();
     let (mut left, mut right) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for &r in parent.rows.iter() {
-        if features.value(r as usize, dim) <= threshold {
-            left.push(r);
-        } else {
-            right.push(r);
-        }
-    }
+    let (ls, rs) = parent.stats.split_rows(
+        model.empty_stats(),
+        targets,
+        &parent.rows,
+        |r| features.value(r as usize, dim) <= threshold,
+        &mut left,
+        &mut right,
+    );
     (
-        scored(model, targets, left.into_boxed_slice()),
-        scored(model, targets, right.into_boxed_slice()),
+        with_stats(model, left.into_boxed_slice(), ls),
+        with_stats(model, right.into_boxed_slice(), rs),
     )
 }
 

@@ -57,6 +57,11 @@ impl<M: LeafModel> Local<'_, M> {
         partition(self.features, self.resid, self.model, data, dim, threshold)
     }
 
+    /// The data of `rows` scored against R.
+    pub(crate) fn scored(&self, rows: Box<[u32]>) -> NodeData<M::Stats> {
+        NodeData::scored(self.model, self.resid, rows)
+    }
+
     /// The root's data scored against R.
     pub(crate) fn root(&self) -> Arc<NodeData<M::Stats>> {
         let all: Vec<u32> = (0..self.features.n_rows() as u32).collect();

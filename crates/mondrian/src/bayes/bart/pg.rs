@@ -79,7 +79,11 @@ fn clamped_stage(
             right,
         } => {
             let node = &p.tree.nodes[j];
-            let (l, r) = loc.split(&node.data, dim as usize, threshold);
+            // The particle's node holds T*'s rows for this node (same X, same rules from
+            // the root), so T*'s children hold the split's rows: only R is new.
+            let rows = |k: u32| reference.nodes[k as usize].data.rows.clone();
+            let (l, r) = (loc.scored(rows(left)), loc.scored(rows(right)));
+            debug_assert_eq!(l.rows.len() + r.rows.len(), node.data.rows.len());
             p.log_weight += l.log_ml + r.log_ml - node.data.log_ml;
             p.log_prior += prob.ln() + loc.prior.rule_log_density(node, loc.features, dim as usize);
             let (a, b) = p.tree.split(j, dim as usize, threshold, l, r);
