@@ -22,13 +22,15 @@ use serde::{Deserialize, Serialize};
 
 use super::likelihood::{
     ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
-    RegressionLeafModel,
 };
-use super::shared::{check_labels, check_targets, no_fit};
+use super::shared::{
+    check_targets, class_leaves, class_log_predictive, class_probabilities, no_fit,
+    predict_classes, validate_class_leaves, ByLeaf, TreeMixture, DEFAULT_ALPHA,
+};
 use super::smc::{SmcParams, SmcPosterior};
 use super::tree::Features;
 use crate::data::{FeatureValue, Rows};
-use crate::error::{MondrianError, Result};
+use crate::error::Result;
 use crate::model::{Checked, Model, Params};
 
 /// Most classes inferred from the labels when `n_classes` is not given.
@@ -65,19 +67,32 @@ impl<L: LeafModel> Fitted<L> {
             posterior,
         })
     }
+}
 
-    /// For each row, `init` then `add(row index, leaf statistics, weight, out)` over the
-    /// weighted trees, into `width` outputs per row.
+impl<L: LeafModel> TreeMixture for Fitted<L> {
+    type Leaf = L;
+    type Posterior = SmcPosterior<L::Stats>;
+
+    fn leaf_model(&self) -> &L {
+        &self.model
+    }
+
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    fn posterior(&self) -> &Self::Posterior {
+        &self.posterior
+    }
+
+    /// The weights are the particles' normalised weights w̄_c.
     fn accumulate<T: FeatureValue>(
         &self,
-        x: &[T],
-        n_features: usize,
+        rows: &Rows<'_, T>,
         width: usize,
         init: f64,
         add: impl Fn(usize, &L::Stats, f64, &mut [f64]) + Sync,
-    ) -> Result<Vec<f64>> {
-        let rows = Rows::new(x, n_features)?;
-        rows.validate(Some(self.n_features))?;
+    ) -> Vec<f64> {
         let mut out = vec![init; rows.n_rows() * width];
         let trees: Vec<_> = self.posterior.trees().collect();
         // Trees outer, the block's rows inner: a tree's nodes stay in cache for the whole
@@ -97,7 +112,7 @@ impl<L: LeafModel> Fitted<L> {
         } else {
             out.par_chunks_mut(chunks).enumerate().for_each(block);
         }
-        Ok(out)
+        out
     }
 }
 
@@ -120,7 +135,7 @@ impl Default for SmcClassifierParams {
     fn default() -> Self {
         SmcClassifierParams {
             smc: SmcParams::default(),
-            alpha: 5.0,
+            alpha: DEFAULT_ALPHA,
             n_classes: None,
         }
     }
@@ -129,7 +144,7 @@ impl Default for SmcClassifierParams {
 impl Params for SmcClassifierParams {
     fn validate(&self) -> Result<()> {
         self.smc.validate()?;
-        DirichletMultinomial::new(self.alpha, self.n_classes.unwrap_or(1)).map(|_| ())
+        validate_class_leaves(self.alpha, self.n_classes)
     }
 }
 
@@ -151,73 +166,26 @@ impl SmcTreeClassifier {
     /// previous fit.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
         let n_rows = Rows::new(x, n_features)?.n_rows();
-        if y.len() != n_rows {
-            return Err(MondrianError::LengthMismatch {
-                n_rows,
-                n_labels: y.len(),
-            });
-        }
-        let n_classes = match self.params.n_classes {
-            Some(k) => {
-                if let Some(row) = y.iter().position(|&l| l >= k) {
-                    return Err(MondrianError::LabelOutOfRange {
-                        row,
-                        label: y[row],
-                        n_classes: k,
-                    });
-                }
-                k
-            }
-            None => {
-                let (row, max) = y
-                    .iter()
-                    .copied()
-                    .enumerate()
-                    .max_by_key(|&(_, l)| l)
-                    .unwrap_or((0, 0));
-                if max >= MAX_INFERRED_CLASSES {
-                    return Err(MondrianError::InvalidParameter {
-                        name: "y",
-                        reason: format!(
-                            "label {max} at row {row} would mean more than \
-                             {MAX_INFERRED_CLASSES} classes; give n_classes to allow it"
-                        ),
-                    });
-                }
-                max + 1
-            }
-        };
-        let model = DirichletMultinomial::new(self.params.alpha, n_classes)?;
+        let p = &self.params;
+        let model = class_leaves(p.alpha, p.n_classes, y, n_rows)?;
         self.fitted = None;
-        self.fitted = Some(Fitted::fit(&self.params.smc, x, n_features, y, model)?);
+        self.fitted = Some(Fitted::fit(&p.smc, x, n_features, y, model)?);
         Ok(())
+    }
+
+    fn fitted(&self) -> Result<&Fitted<DirichletMultinomial>> {
+        self.fitted.as_ref().ok_or_else(no_fit)
     }
 
     /// Posterior predictive class probabilities, K per row (row-major):
     /// p(y = k | x) = Σ_c w̄_c (c_{leaf_c(x),k} + α/K)/(n_{leaf_c(x)} + α).
     pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        let f = self.fitted.as_ref().ok_or_else(no_fit)?;
-        let k = f.model.n_classes();
-        f.accumulate(x, n_features, k, 0.0, |_, s, w, out| {
-            f.model.add_probabilities(s, w, out)
-        })
+        class_probabilities(self.fitted()?, x, n_features)
     }
 
     /// The most probable class of each row (the lowest index on ties).
     pub fn predict<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
-        let p = self.predict_proba(x, n_features)?;
-        let k = self.n_classes().ok_or_else(no_fit)?;
-        Ok(p.chunks(k)
-            .map(|row| {
-                row.iter()
-                    .enumerate()
-                    .fold(
-                        (0, f64::NEG_INFINITY),
-                        |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-                    )
-                    .0
-            })
-            .collect())
+        predict_classes(self.fitted()?, x, n_features)
     }
 
     /// log p(y_i | x_i) of each row under the posterior predictive (the "test log p(y|x)"
@@ -228,13 +196,7 @@ impl SmcTreeClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<Vec<f64>> {
-        let k = self.n_classes().ok_or_else(no_fit)?;
-        let p = self.predict_proba(x, n_features)?;
-        check_labels(y, p.len() / k, k)?;
-        Ok(y.iter()
-            .enumerate()
-            .map(|(i, &l)| p[i * k + l].ln())
-            .collect())
+        class_log_predictive(self.fitted()?, x, n_features, y)
     }
 
     /// log Ẑ, the SMC estimate of the evidence p(Y | X).
@@ -244,7 +206,7 @@ impl SmcTreeClassifier {
 
     /// The weighted trees.
     pub fn posterior(&self) -> Result<&SmcPosterior<ClassCounts>> {
-        Ok(&self.fitted.as_ref().ok_or_else(no_fit)?.posterior)
+        Ok(&self.fitted()?.posterior)
     }
 
     /// K, once fitted.
@@ -289,55 +251,18 @@ pub struct SmcRegressorParams {
 impl Params for SmcRegressorParams {
     fn validate(&self) -> Result<()> {
         self.smc.validate()?;
-        match &self.leaf {
-            RegressionLeaf::Calibrated => Ok(()),
-            RegressionLeaf::NormalInverseGamma(m) => m.validate(),
-            RegressionLeaf::KnownVariance(m) => m.validate(),
-        }
+        self.leaf.validate()
     }
 }
 
-#[derive(Debug, Clone)]
-pub(super) enum FittedRegression {
-    Nig(Fitted<NormalInverseGamma>),
-    Known(Fitted<NormalKnownVariance>),
-}
+/// A fit under the leaf model [`SmcRegressorParams::leaf`] names.
+pub(super) type FittedRegression = ByLeaf<Fitted<NormalInverseGamma>, Fitted<NormalKnownVariance>>;
 
 /// A Bayesian regression tree fitted by top-down SMC (§3 with the leaves of §2.1).
 #[derive(Debug, Clone)]
 pub struct SmcTreeRegressor {
     pub(super) params: Checked<SmcRegressorParams>,
     pub(super) fitted: Option<FittedRegression>,
-}
-
-fn mean_variance<L: RegressionLeafModel, T: FeatureValue>(
-    f: &Fitted<L>,
-    x: &[T],
-    n_features: usize,
-) -> Result<(Vec<f64>, Vec<f64>)> {
-    // Mixture moments: E[y] = Σ w m_c, Var[y] = Σ w (v_c + m_c²) − E[y]².
-    let raw = f.accumulate(x, n_features, 2, 0.0, |_, s: &Moments, w, out| {
-        let (m, v) = f.model.predictive_mean_variance(s);
-        out[0] += w * m;
-        out[1] += w * (v + m * m);
-    })?;
-    Ok(raw
-        .chunks(2)
-        .map(|o| (o[0], (o[1] - o[0] * o[0]).max(0.0)))
-        .unzip())
-}
-
-fn log_density<L: RegressionLeafModel, T: FeatureValue>(
-    f: &Fitted<L>,
-    x: &[T],
-    n_features: usize,
-    y: &[f64],
-) -> Result<Vec<f64>> {
-    let n_rows = Rows::new(x, n_features)?.n_rows();
-    check_targets(y, n_rows)?;
-    f.accumulate(x, n_features, 1, f64::NEG_INFINITY, |i, s, w, out| {
-        out[0] = super::special::log_add_exp(out[0], w.ln() + f.model.log_predictive(s, y[i]));
-    })
 }
 
 impl SmcTreeRegressor {
@@ -352,22 +277,15 @@ impl SmcTreeRegressor {
         check_targets(y, n_rows)?;
         self.fitted = None;
         let smc = &self.params.smc;
-        self.fitted = Some(match &self.params.leaf {
-            RegressionLeaf::Calibrated => FittedRegression::Nig(Fitted::fit(
-                smc,
-                x,
-                n_features,
-                y,
-                NormalInverseGamma::calibrated(y),
-            )?),
-            RegressionLeaf::NormalInverseGamma(m) => {
-                FittedRegression::Nig(Fitted::fit(smc, x, n_features, y, m.clone())?)
-            }
-            RegressionLeaf::KnownVariance(m) => {
-                FittedRegression::Known(Fitted::fit(smc, x, n_features, y, m.clone())?)
-            }
+        self.fitted = Some(match self.params.leaf.model(y) {
+            ByLeaf::Nig(m) => ByLeaf::Nig(Fitted::fit(smc, x, n_features, y, m)?),
+            ByLeaf::Known(m) => ByLeaf::Known(Fitted::fit(smc, x, n_features, y, m)?),
         });
         Ok(())
+    }
+
+    fn fitted(&self) -> Result<&FittedRegression> {
+        self.fitted.as_ref().ok_or_else(no_fit)
     }
 
     /// Posterior predictive mean and variance of each row (the weighted particle mixture).
@@ -376,10 +294,7 @@ impl SmcTreeRegressor {
         x: &[T],
         n_features: usize,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
-        match self.fitted.as_ref().ok_or_else(no_fit)? {
-            FittedRegression::Nig(f) => mean_variance(f, x, n_features),
-            FittedRegression::Known(f) => mean_variance(f, x, n_features),
-        }
+        self.fitted()?.mean_variance(x, n_features)
     }
 
     /// Posterior predictive mean of each row.
@@ -394,10 +309,7 @@ impl SmcTreeRegressor {
         n_features: usize,
         y: &[f64],
     ) -> Result<Vec<f64>> {
-        match self.fitted.as_ref().ok_or_else(no_fit)? {
-            FittedRegression::Nig(f) => log_density(f, x, n_features, y),
-            FittedRegression::Known(f) => log_density(f, x, n_features, y),
-        }
+        self.fitted()?.log_predictive(x, n_features, y)
     }
 
     /// log Ẑ, the SMC estimate of the evidence p(Y | X).
@@ -407,18 +319,12 @@ impl SmcTreeRegressor {
 
     /// The weighted trees.
     pub fn posterior(&self) -> Result<&SmcPosterior<Moments>> {
-        match self.fitted.as_ref().ok_or_else(no_fit)? {
-            FittedRegression::Nig(f) => Ok(&f.posterior),
-            FittedRegression::Known(f) => Ok(&f.posterior),
-        }
+        Ok(self.fitted()?.posterior())
     }
 
     /// The width of the training rows, once fitted.
     pub fn n_features(&self) -> Option<usize> {
-        match self.fitted.as_ref()? {
-            FittedRegression::Nig(f) => Some(f.n_features),
-            FittedRegression::Known(f) => Some(f.n_features),
-        }
+        self.fitted.as_ref().map(|f| f.n_features())
     }
 }
 

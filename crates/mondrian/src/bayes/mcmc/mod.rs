@@ -567,12 +567,6 @@ impl<M: LeafModel> Fitted<M> {
             points,
         ))
     }
-
-    fn rows<'a, T: FeatureValue>(&self, x: &'a [T], n_features: usize) -> Result<Rows<'a, T>> {
-        let rows = Rows::new(x, n_features)?;
-        rows.validate(Some(self.n_features))?;
-        Ok(rows)
-    }
 }
 
 mod models;

@@ -3,17 +3,46 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{bad, Fitted, HoldoutPoint, McmcParams, McmcPosterior, McmcTrace};
+use super::{Fitted, HoldoutPoint, McmcParams, McmcPosterior, McmcTrace};
 use crate::bayes::likelihood::{
-    ClassCounts, DirichletMultinomial, Moments, NormalInverseGamma, NormalKnownVariance,
-    RegressionLeafModel,
+    ClassCounts, DirichletMultinomial, LeafModel, Moments, NormalInverseGamma, NormalKnownVariance,
 };
-use crate::bayes::model::{RegressionLeaf, MAX_INFERRED_CLASSES};
-use crate::bayes::shared::{check_labels, check_targets, no_fit};
-use crate::bayes::special::log_add_exp;
+use crate::bayes::model::RegressionLeaf;
+use crate::bayes::shared::{
+    check_labels, check_targets, class_leaves, class_log_predictive, class_probabilities, no_fit,
+    predict_classes, validate_class_leaves, ByLeaf, TreeMixture, DEFAULT_ALPHA,
+};
 use crate::data::{FeatureValue, Rows};
 use crate::error::Result;
 use crate::model::{Checked, Model, Params};
+
+impl<M: LeafModel> TreeMixture for Fitted<M> {
+    type Leaf = M;
+    type Posterior = McmcPosterior<M::Stats>;
+
+    fn leaf_model(&self) -> &M {
+        &self.model
+    }
+
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    fn posterior(&self) -> &Self::Posterior {
+        &self.posterior
+    }
+
+    /// The weight of a visited tree is its share of the iterations.
+    fn accumulate<T: FeatureValue>(
+        &self,
+        rows: &Rows<'_, T>,
+        width: usize,
+        init: f64,
+        add: impl Fn(usize, &M::Stats, f64, &mut [f64]) + Sync,
+    ) -> Vec<f64> {
+        self.posterior.accumulate(rows, width, init, add)
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Classification
@@ -34,7 +63,7 @@ impl Default for McmcClassifierParams {
     fn default() -> Self {
         McmcClassifierParams {
             mcmc: McmcParams::default(),
-            alpha: 5.0,
+            alpha: DEFAULT_ALPHA,
             n_classes: None,
         }
     }
@@ -43,7 +72,7 @@ impl Default for McmcClassifierParams {
 impl Params for McmcClassifierParams {
     fn validate(&self) -> Result<()> {
         self.mcmc.validate()?;
-        DirichletMultinomial::new(self.alpha, self.n_classes.unwrap_or(1)).map(|_| ())
+        validate_class_leaves(self.alpha, self.n_classes)
     }
 }
 
@@ -62,27 +91,6 @@ impl McmcTreeClassifier {
         Ok(Self::with_params(params.check()?))
     }
 
-    /// The leaf model for labels `y`: K given, or the largest label + 1.
-    fn leaf_model(&self, y: &[usize]) -> Result<DirichletMultinomial> {
-        let k = match self.params.n_classes {
-            Some(k) => k,
-            None => {
-                let max = y.iter().copied().max().unwrap_or(0);
-                if max >= MAX_INFERRED_CLASSES {
-                    return Err(bad(
-                        "y",
-                        format!(
-                            "label {max} would mean more than {MAX_INFERRED_CLASSES} classes; \
-                             give n_classes to allow it"
-                        ),
-                    ));
-                }
-                max + 1
-            }
-        };
-        DirichletMultinomial::new(self.params.alpha, k)
-    }
-
     /// Runs the chain on row-major `x` (`n_features` columns) and labels 0..K, replacing
     /// any previous fit.
     pub fn fit<T: FeatureValue>(&mut self, x: &[T], n_features: usize, y: &[usize]) -> Result<()> {
@@ -99,8 +107,7 @@ impl McmcTreeClassifier {
         test: Option<(&[T], &[usize], &[usize])>,
     ) -> Result<Vec<HoldoutPoint>> {
         let n_rows = Rows::new(x, n_features)?.n_rows();
-        let model = self.leaf_model(y)?;
-        check_labels(y, n_rows, model.n_classes())?;
+        let model = class_leaves(self.params.alpha, self.params.n_classes, y, n_rows)?;
         if let Some((xt, yt, _)) = test {
             check_labels(yt, Rows::new(xt, n_features)?.n_rows(), model.n_classes())?;
         }
@@ -117,29 +124,12 @@ impl McmcTreeClassifier {
     /// Predictive class probabilities, K per row (row-major), averaged over iterations:
     /// p(y = k | x) = (1/n) Σ_t (c_{leaf_t(x),k} + α/K)/(n_{leaf_t(x)} + α).
     pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
-        let f = self.fitted()?;
-        let rows = f.rows(x, n_features)?;
-        let k = f.model.n_classes();
-        Ok(f.posterior.accumulate(&rows, k, 0.0, |_, s, w, out| {
-            f.model.add_probabilities(s, w, out)
-        }))
+        class_probabilities(self.fitted()?, x, n_features)
     }
 
     /// The most probable class of each row (the lowest index on ties).
     pub fn predict<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<usize>> {
-        let p = self.predict_proba(x, n_features)?;
-        let k = self.fitted()?.model.n_classes();
-        Ok(p.chunks(k)
-            .map(|row| {
-                row.iter()
-                    .enumerate()
-                    .fold(
-                        (0, f64::NEG_INFINITY),
-                        |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-                    )
-                    .0
-            })
-            .collect())
+        predict_classes(self.fitted()?, x, n_features)
     }
 
     /// log p(y_i | x_i) of each row under the averaged predictive.
@@ -149,13 +139,7 @@ impl McmcTreeClassifier {
         n_features: usize,
         y: &[usize],
     ) -> Result<Vec<f64>> {
-        let k = self.fitted()?.model.n_classes();
-        let p = self.predict_proba(x, n_features)?;
-        check_labels(y, p.len() / k, k)?;
-        Ok(y.iter()
-            .enumerate()
-            .map(|(i, &l)| p[i * k + l].ln())
-            .collect())
+        class_log_predictive(self.fitted()?, x, n_features, y)
     }
 
     /// The visited trees and the trace.
@@ -192,59 +176,18 @@ pub struct McmcRegressorParams {
 impl Params for McmcRegressorParams {
     fn validate(&self) -> Result<()> {
         self.mcmc.validate()?;
-        match &self.leaf {
-            RegressionLeaf::Calibrated => Ok(()),
-            RegressionLeaf::NormalInverseGamma(m) => m.validate(),
-            RegressionLeaf::KnownVariance(m) => m.validate(),
-        }
+        self.leaf.validate()
     }
 }
 
-#[derive(Debug, Clone)]
-enum FittedRegression {
-    Nig(Fitted<NormalInverseGamma>),
-    Known(Fitted<NormalKnownVariance>),
-}
+/// A chain run under the leaf model [`McmcRegressorParams::leaf`] names.
+type FittedRegression = ByLeaf<Fitted<NormalInverseGamma>, Fitted<NormalKnownVariance>>;
 
 /// A Bayesian regression tree sampled by CGM MCMC (§3.11 with the leaves of §2.1).
 #[derive(Debug, Clone)]
 pub struct McmcTreeRegressor {
     params: Checked<McmcRegressorParams>,
     fitted: Option<FittedRegression>,
-}
-
-fn mean_variance<L: RegressionLeafModel, T: FeatureValue>(
-    f: &Fitted<L>,
-    x: &[T],
-    n_features: usize,
-) -> Result<(Vec<f64>, Vec<f64>)> {
-    let rows = f.rows(x, n_features)?;
-    // Mixture moments: E[y] = Σ w m_t, Var[y] = Σ w (v_t + m_t²) − E[y]².
-    let raw = f
-        .posterior
-        .accumulate(&rows, 2, 0.0, |_, s: &Moments, w, out| {
-            let (m, v) = f.model.predictive_mean_variance(s);
-            out[0] += w * m;
-            out[1] += w * (v + m * m);
-        });
-    Ok(raw
-        .chunks(2)
-        .map(|o| (o[0], (o[1] - o[0] * o[0]).max(0.0)))
-        .unzip())
-}
-
-fn log_density<L: RegressionLeafModel, T: FeatureValue>(
-    f: &Fitted<L>,
-    x: &[T],
-    n_features: usize,
-    y: &[f64],
-) -> Result<Vec<f64>> {
-    let rows = f.rows(x, n_features)?;
-    check_targets(y, rows.n_rows())?;
-    Ok(f.posterior
-        .accumulate(&rows, 1, f64::NEG_INFINITY, |i, s, w, out| {
-            out[0] = log_add_exp(out[0], w.ln() + f.model.log_predictive(s, y[i]));
-        }))
 }
 
 impl McmcTreeRegressor {
@@ -274,19 +217,14 @@ impl McmcTreeRegressor {
         }
         self.fitted = None;
         let p = &self.params.mcmc;
-        let (fitted, points) = match &self.params.leaf {
-            RegressionLeaf::Calibrated => {
-                let model = NormalInverseGamma::calibrated(y);
-                let (f, pts) = Fitted::fit(p, x, n_features, y, model, test)?;
-                (FittedRegression::Nig(f), pts)
+        let (fitted, points) = match self.params.leaf.model(y) {
+            ByLeaf::Nig(m) => {
+                let (f, pts) = Fitted::fit(p, x, n_features, y, m, test)?;
+                (ByLeaf::Nig(f), pts)
             }
-            RegressionLeaf::NormalInverseGamma(m) => {
-                let (f, pts) = Fitted::fit(p, x, n_features, y, m.clone(), test)?;
-                (FittedRegression::Nig(f), pts)
-            }
-            RegressionLeaf::KnownVariance(m) => {
-                let (f, pts) = Fitted::fit(p, x, n_features, y, m.clone(), test)?;
-                (FittedRegression::Known(f), pts)
+            ByLeaf::Known(m) => {
+                let (f, pts) = Fitted::fit(p, x, n_features, y, m, test)?;
+                (ByLeaf::Known(f), pts)
             }
         };
         self.fitted = Some(fitted);
@@ -303,10 +241,7 @@ impl McmcTreeRegressor {
         x: &[T],
         n_features: usize,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
-        match self.fitted()? {
-            FittedRegression::Nig(f) => mean_variance(f, x, n_features),
-            FittedRegression::Known(f) => mean_variance(f, x, n_features),
-        }
+        self.fitted()?.mean_variance(x, n_features)
     }
 
     /// Predictive mean of each row.
@@ -321,18 +256,12 @@ impl McmcTreeRegressor {
         n_features: usize,
         y: &[f64],
     ) -> Result<Vec<f64>> {
-        match self.fitted()? {
-            FittedRegression::Nig(f) => log_density(f, x, n_features, y),
-            FittedRegression::Known(f) => log_density(f, x, n_features, y),
-        }
+        self.fitted()?.log_predictive(x, n_features, y)
     }
 
     /// The visited trees and the trace.
     pub fn posterior(&self) -> Result<&McmcPosterior<Moments>> {
-        match self.fitted()? {
-            FittedRegression::Nig(f) => Ok(&f.posterior),
-            FittedRegression::Known(f) => Ok(&f.posterior),
-        }
+        Ok(self.fitted()?.posterior())
     }
 
     /// Per-iteration records.
