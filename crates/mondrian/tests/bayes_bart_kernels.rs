@@ -6,136 +6,22 @@
 //! internal node), cells of expected count < 5 pooled. A π-invariant kernel passes at any
 //! level; each test must not reject at 1%. This protocol does not depend on mixing.
 
+mod common;
+
 use std::collections::HashMap;
 
-use mondrian::bayes::bart::{build_tree, step_tree, CgmMoves, TreeSampler, TreeShape};
+use common::enumerate::{tree_key, Exact, R5, X5};
+use mondrian::bayes::bart::{build_tree, step_tree, CgmMoves, TreeSampler};
 use mondrian::bayes::{BayesTree, CgmPrior, Features, LeafModel, NormalKnownVariance, PgInit};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use statrs::distribution::{ChiSquared, ContinuousCDF};
-
-/// §5.6's five points and residual.
-const X5: [[f64; 2]; 5] = [[0.1, 0.5], [0.3, 0.2], [0.35, 0.9], [0.6, 0.4], [0.9, 0.7]];
-const R5: [f64; 5] = [0.2, -0.5, 0.9, 1.1, -0.3];
-
-/// A structure with the gap (a, b) of each rule, its key, and log prior + log likelihood.
-struct Enumerated {
-    shape: Gapped,
-    key: String,
-    log_joint: f64,
-}
-
-/// A structure whose rules are known up to their gap between consecutive distinct values.
-#[derive(Clone)]
-enum Gapped {
-    Leaf,
-    Split {
-        dim: usize,
-        gap: (f64, f64),
-        left: Box<Gapped>,
-        right: Box<Gapped>,
-    },
-}
-
-impl Gapped {
-    /// A tree with each ξ uniform in its gap: given the partitions, the posterior of ξ is
-    /// uniform there, so this completes an exact draw of the structure into an exact draw
-    /// of the tree. (Gap midpoints would not do for CHANGE and SWAP, whose validity checks
-    /// and re-routing read the value of ξ, not only its partition.)
-    fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> TreeShape {
-        match self {
-            Gapped::Leaf => TreeShape::Leaf,
-            Gapped::Split {
-                dim,
-                gap: (a, b),
-                left,
-                right,
-            } => TreeShape::Split {
-                dim: *dim,
-                threshold: a + (b - a) * rng.gen::<f64>(),
-                left: Box::new(left.draw(rng)),
-                right: Box::new(right.draw(rng)),
-            },
-        }
-    }
-}
-
-/// Every subtree at a node holding `rows` at `depth`: (stop | δ ∈ V_j | gap g), §2.2.
-fn enumerate(
-    prior: &CgmPrior,
-    log_ml: &dyn Fn(u32) -> f64,
-    rows: u32,
-    depth: usize,
-) -> Vec<Enumerated> {
-    let members: Vec<usize> = (0..5).filter(|i| rows >> i & 1 == 1).collect();
-    let values: Vec<Vec<f64>> = (0..2)
-        .map(|d| {
-            let mut v: Vec<f64> = members.iter().map(|&i| X5[i][d]).collect();
-            v.sort_by(f64::total_cmp);
-            v.dedup();
-            v
-        })
-        .collect();
-    let valid: Vec<usize> = (0..2).filter(|&d| values[d].len() > 1).collect();
-    let can = !valid.is_empty() && prior.min_samples.is_none_or(|m| members.len() >= m);
-    let p = prior.alpha_s * (1.0 + depth as f64).powf(-prior.beta_s);
-    let mut out = vec![Enumerated {
-        shape: Gapped::Leaf,
-        key: "L".into(),
-        log_joint: if can { (1.0 - p).ln() } else { 0.0 } + log_ml(rows),
-    }];
-    if !can {
-        return out;
-    }
-    for &d in &valid {
-        let v = &values[d];
-        let extent = v[v.len() - 1] - v[0];
-        for g in 0..v.len() - 1 {
-            let rule = p.ln() - (valid.len() as f64).ln() + ((v[g + 1] - v[g]) / extent).ln();
-            let left_rows = members
-                .iter()
-                .filter(|&&i| X5[i][d] <= v[g])
-                .fold(0u32, |m, &i| m | 1 << i);
-            let lefts = enumerate(prior, log_ml, left_rows, depth + 1);
-            let rights = enumerate(prior, log_ml, rows & !left_rows, depth + 1);
-            for l in &lefts {
-                for r in &rights {
-                    out.push(Enumerated {
-                        shape: Gapped::Split {
-                            dim: d,
-                            gap: (v[g], v[g + 1]),
-                            left: Box::new(l.shape.clone()),
-                            right: Box::new(r.shape.clone()),
-                        },
-                        key: format!("({d}:{left_rows}{}{})", l.key, r.key),
-                        log_joint: rule + l.log_joint + r.log_joint,
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The key of a library tree in [`Enumerated::key`]'s format.
-fn tree_key<S>(tree: &BayesTree<S>, j: usize) -> String {
-    let node = &tree.nodes()[j];
-    match (node.children(), node.rule()) {
-        (Some((l, r)), Some((dim, _))) => {
-            let mask = tree.nodes()[l].rows().iter().fold(0u32, |m, &i| m | 1 << i);
-            format!("({dim}:{mask}{}{})", tree_key(tree, l), tree_key(tree, r))
-        }
-        _ => "L".into(),
-    }
-}
 
 struct Problem {
     features: Features,
     model: NormalKnownVariance,
     prior: CgmPrior,
-    /// Structures with π, and the cumulative π for exact draws.
-    structures: Vec<(Enumerated, f64)>,
-    cumulative: Vec<f64>,
+    /// The structures with π.
+    exact: Exact,
 }
 
 impl Problem {
@@ -150,37 +36,13 @@ impl Problem {
             let ys = (0..5).filter(|i| rows >> i & 1 == 1).map(|i| R5[i]);
             model.log_marginal(&model.stats_of(ys))
         };
-        let all = enumerate(&prior, &log_ml, 31, 0);
-        let max = all.iter().map(|e| e.log_joint).fold(f64::MIN, f64::max);
-        let z: f64 = all.iter().map(|e| (e.log_joint - max).exp()).sum();
-        let structures: Vec<(Enumerated, f64)> = all
-            .into_iter()
-            .map(|e| {
-                let p = (e.log_joint - max).exp() / z;
-                (e, p)
-            })
-            .collect();
-        let mut acc = 0.0;
-        let cumulative = structures
-            .iter()
-            .map(|(_, p)| {
-                acc += p;
-                acc
-            })
-            .collect();
+        let exact = Exact::new(X5, &prior, &log_ml);
         Problem {
             features: Features::new(&flat, 2).unwrap(),
             model,
             prior,
-            structures,
-            cumulative,
+            exact,
         }
-    }
-
-    fn exact_draw(&self, rng: &mut Xoshiro256PlusPlus) -> &Enumerated {
-        let u = rng.gen::<f64>() * self.cumulative[self.cumulative.len() - 1];
-        let i = self.cumulative.partition_point(|&c| c <= u);
-        &self.structures[i.min(self.structures.len() - 1)].0
     }
 
     /// One kernel step from each of `draws` exact draws; returns (χ², df, p-value, moved
@@ -190,7 +52,7 @@ impl Problem {
         let mut counts: HashMap<String, usize> = HashMap::new();
         let mut moved = 0;
         for _ in 0..draws {
-            let start = self.exact_draw(&mut rng);
+            let start = self.exact.draw(&mut rng);
             let shape = start.shape.draw(&mut rng);
             let tree = build_tree(&self.features, &R5, &self.model, &shape).unwrap();
             assert_eq!(tree_key(&tree, 0), start.key);
@@ -207,34 +69,13 @@ impl Problem {
             moved += usize::from(outcome.moved);
             *counts.entry(tree_key(&out, 0)).or_default() += 1;
         }
-        let n = draws as f64;
-        let (mut stat, mut cells) = (0.0, 0usize);
-        let (mut pooled_obs, mut pooled_exp) = (0.0, 0.0);
-        let mut seen = 0usize;
-        for (e, p) in &self.structures {
-            let obs = counts.get(&e.key).copied().unwrap_or(0) as f64;
-            seen += obs as usize;
-            let exp = n * p;
-            if exp < 5.0 {
-                pooled_obs += obs;
-                pooled_exp += exp;
-            } else {
-                stat += (obs - exp) * (obs - exp) / exp;
-                cells += 1;
-            }
-        }
         // Every output is a structure of the enumeration.
-        assert_eq!(
-            seen, draws,
+        assert!(
+            counts.keys().all(|k| self.exact.index.contains_key(k)),
             "the kernel produced a tree outside the support"
         );
-        if pooled_exp > 0.0 {
-            stat += (pooled_obs - pooled_exp) * (pooled_obs - pooled_exp) / pooled_exp;
-            cells += 1;
-        }
-        let df = cells - 1;
-        let p = ChiSquared::new(df as f64).unwrap().sf(stat);
-        (stat, df, p, moved as f64 / n)
+        let (stat, df, p) = self.exact.chi_square(&counts);
+        (stat, df, p, moved as f64 / draws as f64)
     }
 }
 
@@ -250,7 +91,7 @@ fn check(name: &str, problem: &Problem, sampler: TreeSampler, draws: usize, seed
     let (stat, df, p, moved) = problem.chi_square(&sampler, draws, seed);
     println!(
         "{name}: {} structures, {draws} draws, χ² = {stat:.1} on {df} df, p = {p:.3}, moved {moved:.3}",
-        problem.structures.len()
+        problem.exact.structures.len()
     );
     assert!(p > 0.01, "{name}: χ² = {stat:.1} on {df} df, p = {p:.2e}");
     assert!(moved > 0.05, "{name}: the kernel hardly moves ({moved})");
@@ -279,7 +120,7 @@ fn particle_gibbs_with_one_particle_returns_the_reference() {
     };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     for _ in 0..2000 {
-        let start = problem.exact_draw(&mut rng);
+        let start = problem.exact.draw(&mut rng);
         let shape = start.shape.draw(&mut rng);
         let tree = build_tree(&problem.features, &R5, &problem.model, &shape).unwrap();
         let (out, outcome) = step_tree(
@@ -354,6 +195,7 @@ fn grow_prune_leaves_the_tree_posterior_invariant() {
         4.0,
     );
     let stump = pitfall
+        .exact
         .structures
         .iter()
         .find(|(e, _)| e.key == "L")

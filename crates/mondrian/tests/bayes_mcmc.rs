@@ -2,15 +2,18 @@
 //! Metropolis–Hastings (grow / prune / change / swap, §4.5) with Dirichlet–multinomial or
 //! Normal–inverse-gamma leaves, checked against the exact posterior over partitions,
 //! found by brute-force enumeration of every tree on the tiny problems of §5.6 (written
-//! here from §2.2, not with the library's prior or tree code).
+//! in `common/enumerate.rs` from §2.2, not with the library's prior or tree code).
 //!
 //! Structures are keyed by partition: (δ, rows sent left) at every internal node. χ²
 //! tests pool the cells of expected count < 5 and must not reject at the 1% level; z-tests
 //! on averages over independent chains are Bonferroni-corrected to a family-wise 1e-3.
 //! Seeds are fixed.
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::enumerate::{tree_key, Exact, Gapped, R5, X5, X6};
 use mondrian::bayes::bart::{build_tree, step_tree, TreeSampler, TreeShape};
 use mondrian::bayes::{
     sample_chain, BayesTree, CgmPrior, DirichletMultinomial, Features, LeafModel,
@@ -21,235 +24,12 @@ use mondrian::model::Params;
 use mondrian::MondrianError;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
+use statrs::distribution::{ContinuousCDF, Normal};
 
-/// §5.6's five points, and the sixth of the classification analogue.
-const X6: [[f64; 2]; 6] = [
-    [0.1, 0.5],
-    [0.3, 0.2],
-    [0.35, 0.9],
-    [0.6, 0.4],
-    [0.9, 0.7],
-    [0.75, 0.15],
-];
 /// The classification analogue's labels (as in `bayes_smc.rs`).
 const Y6: [usize; 6] = [0, 1, 0, 1, 1, 0];
-/// §5.6's regression targets on the first five points.
-const R5: [f64; 5] = [0.2, -0.5, 0.9, 1.1, -0.3];
 /// α of the classification tests.
 const ALPHA: f64 = 1.0;
-
-/// A structure known up to the gap (a, b) of each rule.
-#[derive(Clone)]
-enum Gapped {
-    Leaf,
-    Split {
-        dim: usize,
-        gap: (f64, f64),
-        left: Box<Gapped>,
-        right: Box<Gapped>,
-    },
-}
-
-impl Gapped {
-    /// A tree with each ξ uniform in its gap: given the partition the posterior of ξ is
-    /// uniform there, so this turns an exact draw of the structure into one of the tree.
-    fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> TreeShape {
-        match self {
-            Gapped::Leaf => TreeShape::Leaf,
-            Gapped::Split {
-                dim,
-                gap: (a, b),
-                left,
-                right,
-            } => TreeShape::Split {
-                dim: *dim,
-                threshold: a + (b - a) * rng.gen::<f64>(),
-                left: Box::new(left.draw(rng)),
-                right: Box::new(right.draw(rng)),
-            },
-        }
-    }
-
-    /// P(a test point goes to each leaf, left to right) with ξ uniform in each gap, and
-    /// the rows of those leaves: the exact predictive integrates ξ over its gap.
-    fn leaf_probabilities(&self, x: &[f64; 2], rows: u32, out: &mut Vec<(f64, u32)>, p: f64) {
-        match self {
-            Gapped::Leaf => out.push((p, rows)),
-            Gapped::Split {
-                dim,
-                gap: (a, b),
-                left,
-                right,
-            } => {
-                // x goes left iff x ≤ ξ, ξ ~ U(a, b).
-                let go_left = ((b - x[*dim]) / (b - a)).clamp(0.0, 1.0);
-                let l = rows_left(rows, *dim, *a);
-                if go_left > 0.0 {
-                    left.leaf_probabilities(x, l, out, p * go_left);
-                }
-                if go_left < 1.0 {
-                    right.leaf_probabilities(x, rows & !l, out, p * (1.0 - go_left));
-                }
-            }
-        }
-    }
-}
-
-/// The rows of `rows` with x_dim ≤ v.
-fn rows_left(rows: u32, dim: usize, v: f64) -> u32 {
-    (0..X6.len())
-        .filter(|&i| rows >> i & 1 == 1 && X6[i][dim] <= v)
-        .fold(0, |m, i| m | 1 << i)
-}
-
-struct Structure {
-    shape: Gapped,
-    key: String,
-    log_joint: f64,
-}
-
-/// Every subtree at a node holding `rows` at `depth` with its log prior + log likelihood:
-/// (stop | δ ∈ V_j | gap g), the weights of §2.2 ((1 − p) to stop where a split exists,
-/// p/|V|·L_g/|e| per gap).
-fn enumerate(
-    prior: &CgmPrior,
-    log_ml: &dyn Fn(u32) -> f64,
-    rows: u32,
-    depth: usize,
-) -> Vec<Structure> {
-    let members: Vec<usize> = (0..X6.len()).filter(|i| rows >> i & 1 == 1).collect();
-    let values: Vec<Vec<f64>> = (0..2)
-        .map(|d| {
-            let mut v: Vec<f64> = members.iter().map(|&i| X6[i][d]).collect();
-            v.sort_by(f64::total_cmp);
-            v.dedup();
-            v
-        })
-        .collect();
-    let valid: Vec<usize> = (0..2).filter(|&d| values[d].len() > 1).collect();
-    let p = prior.alpha_s * (1.0 + depth as f64).powf(-prior.beta_s);
-    let mut out = vec![Structure {
-        shape: Gapped::Leaf,
-        key: "L".into(),
-        log_joint: if valid.is_empty() {
-            0.0
-        } else {
-            (1.0 - p).ln()
-        } + log_ml(rows),
-    }];
-    for &d in &valid {
-        let v = &values[d];
-        let extent = v[v.len() - 1] - v[0];
-        for g in 0..v.len() - 1 {
-            let rule = p.ln() - (valid.len() as f64).ln() + ((v[g + 1] - v[g]) / extent).ln();
-            let left_rows = rows_left(rows, d, v[g]);
-            let lefts = enumerate(prior, log_ml, left_rows, depth + 1);
-            let rights = enumerate(prior, log_ml, rows & !left_rows, depth + 1);
-            for l in &lefts {
-                for r in &rights {
-                    out.push(Structure {
-                        shape: Gapped::Split {
-                            dim: d,
-                            gap: (v[g], v[g + 1]),
-                            left: Box::new(l.shape.clone()),
-                            right: Box::new(r.shape.clone()),
-                        },
-                        key: format!("({d}:{left_rows}{}{})", l.key, r.key),
-                        log_joint: rule + l.log_joint + r.log_joint,
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The key of a library tree in [`Structure::key`]'s format.
-fn tree_key<S>(tree: &BayesTree<S>, j: usize) -> String {
-    let node = &tree.nodes()[j];
-    match (node.children(), node.rule()) {
-        (Some((l, r)), Some((dim, _))) => {
-            let mask = tree.nodes()[l].rows().iter().fold(0u32, |m, &i| m | 1 << i);
-            format!("({dim}:{mask}{}{})", tree_key(tree, l), tree_key(tree, r))
-        }
-        _ => "L".into(),
-    }
-}
-
-/// The exact posterior of one problem: structures with π, cumulative π for exact draws.
-struct Exact {
-    structures: Vec<(Structure, f64)>,
-    cumulative: Vec<f64>,
-    index: HashMap<String, usize>,
-}
-
-impl Exact {
-    fn new(prior: &CgmPrior, n: usize, log_ml: &dyn Fn(u32) -> f64) -> Self {
-        let all = enumerate(prior, log_ml, (1u32 << n) - 1, 0);
-        let max = all.iter().map(|e| e.log_joint).fold(f64::MIN, f64::max);
-        let z: f64 = all.iter().map(|e| (e.log_joint - max).exp()).sum();
-        let structures: Vec<(Structure, f64)> = all
-            .into_iter()
-            .map(|e| {
-                let p = (e.log_joint - max).exp() / z;
-                (e, p)
-            })
-            .collect();
-        let mut acc = 0.0;
-        let cumulative = structures
-            .iter()
-            .map(|(_, p)| {
-                acc += p;
-                acc
-            })
-            .collect();
-        let index = structures
-            .iter()
-            .enumerate()
-            .map(|(i, (s, _))| (s.key.clone(), i))
-            .collect();
-        Exact {
-            structures,
-            cumulative,
-            index,
-        }
-    }
-
-    fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> &Structure {
-        let u = rng.gen::<f64>() * self.cumulative[self.cumulative.len() - 1];
-        let i = self.cumulative.partition_point(|&c| c <= u);
-        &self.structures[i.min(self.structures.len() - 1)].0
-    }
-
-    /// χ² of observed structure counts against π (cells of expected count < 5 pooled):
-    /// (statistic, df, p-value). Panics on a structure outside the enumeration.
-    fn chi_square(&self, counts: &HashMap<String, usize>) -> (f64, usize, f64) {
-        let n: usize = counts.values().sum();
-        for k in counts.keys() {
-            assert!(self.index.contains_key(k), "{k} is not a structure");
-        }
-        let (mut stat, mut cells) = (0.0, 0usize);
-        let (mut pooled_obs, mut pooled_exp) = (0.0, 0.0);
-        for (s, p) in &self.structures {
-            let obs = counts.get(&s.key).copied().unwrap_or(0) as f64;
-            let exp = n as f64 * p;
-            if exp < 5.0 {
-                pooled_obs += obs;
-                pooled_exp += exp;
-            } else {
-                stat += (obs - exp) * (obs - exp) / exp;
-                cells += 1;
-            }
-        }
-        if pooled_exp > 0.0 {
-            stat += (pooled_obs - pooled_exp) * (pooled_obs - pooled_exp) / pooled_exp;
-            cells += 1;
-        }
-        let df = cells - 1;
-        (stat, df, ChiSquared::new(df as f64).unwrap().sf(stat))
-    }
-}
 
 fn classification() -> (Features, DirichletMultinomial, Exact) {
     let flat: Vec<f64> = X6.iter().flatten().copied().collect();
@@ -258,7 +38,7 @@ fn classification() -> (Features, DirichletMultinomial, Exact) {
         let ys = (0..6).filter(|i| rows >> i & 1 == 1).map(|i| Y6[i]);
         model.log_marginal(&model.stats_of(ys))
     };
-    let exact = Exact::new(&CgmPrior::default(), 6, &log_ml);
+    let exact = Exact::new(&X6, &CgmPrior::default(), &log_ml);
     (Features::new(&flat, 2).unwrap(), model, exact)
 }
 
@@ -378,7 +158,7 @@ fn visited_structures_and_averaged_predictions_match_the_exact_posterior() {
                 .iter()
                 .map(|(s, p)| {
                     let mut leaves = Vec::new();
-                    s.shape.leaf_probabilities(t, 63, &mut leaves, 1.0);
+                    s.shape.leaf_probabilities(&X6, t, 63, &mut leaves, 1.0);
                     p * leaves.iter().map(|&(q, r)| q * leaf_p1(r)).sum::<f64>()
                 })
                 .sum()
@@ -575,7 +355,7 @@ fn normal_inverse_gamma_leaves_keep_their_posterior_invariant() {
         let ys = (0..5).filter(|i| rows >> i & 1 == 1).map(|i| R5[i]);
         model.log_marginal(&model.stats_of(ys))
     };
-    let exact = Exact::new(&CgmPrior::default(), 5, &log_ml);
+    let exact = Exact::new(X5, &CgmPrior::default(), &log_ml);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(41);
     let mut counts: HashMap<String, usize> = HashMap::new();
     let draws = 40_000;

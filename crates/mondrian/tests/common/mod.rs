@@ -7,7 +7,9 @@
 //! family of p-values in [`stats`]; the label model written from the spec, for the
 //! prediction tests, in [`reference`]; the Gaussian model of regression trees by brute
 //! force and as a dense Gaussian process, for the regression tests, in [`gaussian`]; data,
-//! leaf totals and exact quadrature for the Pólya-forest suites in [`polya`].
+//! leaf totals and exact quadrature for the Pólya-forest suites in [`polya`]; the exact
+//! single-tree posterior by enumeration, for the Bayesian-tree kernel and chain suites, in
+//! [`enumerate`].
 //! `inspect` and `stats` are re-exported here, so `use common::*;` brings them in.
 //!
 //! Every statistical test of the suite runs at a family-wise level α = 1e-3 (spec §8.4):
@@ -17,6 +19,7 @@
 //! comparisons. Seeds are fixed, so runs are reproducible.
 #![allow(dead_code)]
 
+pub mod enumerate;
 pub mod gaussian;
 pub mod inspect;
 pub mod polya;
