@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::ridge::dot;
+use super::packed::dot;
 
 /// Where row `i` of a lower-triangular matrix starts in its storage.
 #[derive(Debug, Clone, Copy)]

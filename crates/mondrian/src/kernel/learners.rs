@@ -8,8 +8,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use super::features::{check_lifetime, Csr, KernelParams, MondrianKernel};
+use super::packed::add_row_to_gram;
 use super::path::LifetimePath;
-use super::ridge::{add_row_to_gram, IncrementalRidge, NewColumn};
+use super::ridge::{IncrementalRidge, NewColumn};
 use super::sweep::{run_sweep_until, Criterion, Learner, SweepPoint, SweepReport, SweepSpec};
 use crate::data::{FeatureValue, Rows};
 use crate::error::{MondrianError, Result};

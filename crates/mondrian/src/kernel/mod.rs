@@ -8,6 +8,7 @@
 //! | `features.rs` | [`MondrianKernel`]: the feature map as CSR, online growth | §1.5, §4.1–4.2 |
 //! | `path.rs` | [`LifetimePath`]: the trees read at every lifetime, one event at a time | §3.1–3.2 |
 //! | `ridge.rs` | exact ridge with Cholesky updates, log-determinant, evidence | §3.3, App. B |
+//! | `packed.rs` | packed lower-triangular rows: dot products, Givens rank-1 updates, Gram rows | App. B.3 |
 //! | `dense.rs` | one dense Cholesky factorisation (the E4 reference, a test oracle) | E4 |
 //! | `sweep.rs` | learners along the path: ridge, SGD, the forest of §5 | §3.3–3.4, §5 |
 //! | `learners.rs` | [`MondrianKernelRidge`]: batch, online, the lifetime search | §3.3, §4.3 |
@@ -25,6 +26,7 @@ mod decode;
 mod dense;
 mod features;
 mod learners;
+mod packed;
 mod path;
 mod ridge;
 mod ridge_path;

@@ -1,8 +1,9 @@
 //! The exact ridge along the lifetime path (spec `mondrian-kernel.md` §3.3): the factor
 //! kept at every event, or brought up to date at the lifetimes read only.
 
+use super::packed::add_row_to_gram;
 use super::path::{Event, LifetimePath};
-use super::ridge::{add_row_to_gram, log_marginal_likelihood, IncrementalRidge, NewColumn};
+use super::ridge::{log_marginal_likelihood, IncrementalRidge, NewColumn};
 use super::sweep::{predict_rows, profiled_log_evidence, PathLearner, SweepSpec};
 use crate::error::{MondrianError, Result};
 
