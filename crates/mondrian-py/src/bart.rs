@@ -1,7 +1,7 @@
 //! `BartRegressorCore` and `BartClassifierCore`: BART, sums of Bayesian trees sampled by
 //! backfitting MCMC (spec `bayesian-trees.md` §4), for `mondrian_ml.BARTRegressor` and
-//! `BARTClassifier`; their shared methods come from `bart_methods!`, files and pickling
-//! from `file_methods!`.
+//! `BARTClassifier`; their constructors come from `bart_new!`, their shared methods from
+//! `bart_methods!`.
 
 use std::sync::atomic::AtomicUsize;
 
@@ -14,25 +14,11 @@ use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::{labels, py_err, targets, with_features, Features, Loaded};
+use crate::{class_indices, labels, py_err, targets, with_features, Features};
 
-/// The chain's settings from the constructors' arguments; the library checks the ranges.
-#[allow(clippy::too_many_arguments)]
-fn bart_params(
-    n_trees: usize,
-    sampler: &str,
-    n_particles: usize,
-    n_iter: usize,
-    burn_in: usize,
-    alpha_s: f64,
-    beta_s: f64,
-    k: f64,
-    nu: f64,
-    q: f64,
-    seed: u64,
-    n_threads: usize,
-) -> PyResult<BartParams> {
-    let sampler = match sampler {
+/// The tree kernel the constructors' `sampler` names (`n_particles` for particle Gibbs).
+fn tree_sampler(sampler: &str, n_particles: usize) -> PyResult<TreeSampler> {
+    Ok(match sampler {
         "pg" => TreeSampler::ParticleGibbs {
             particles: n_particles,
             max_stages: 5000,
@@ -46,24 +32,56 @@ fn bart_params(
                 reason: format!("`{other}` is not 'pg', 'cgm' or 'growprune'"),
             }))
         }
-    };
-    Ok(BartParams {
-        n_trees,
-        k,
-        nu,
-        q,
-        prior: CgmPrior {
-            alpha_s,
-            beta_s,
-            min_samples: None,
-        },
-        sampler,
-        n_iter,
-        burn_in,
-        seed,
-        n_threads,
-        ..BartParams::default()
     })
+}
+
+/// The constructor of a BART core: the chain's settings from the arguments (the library
+/// checks the ranges). `$extra` are the settings only this model takes (the regressor's ν
+/// and q), before `seed`; the others keep the library's defaults.
+macro_rules! bart_new {
+    ($core:ident, $model:ident $(, $extra:ident = $default:literal)*) => {
+        #[pymethods]
+        impl $core {
+            #[new]
+            #[pyo3(signature = (
+                n_trees = 200, sampler = "pg", n_particles = 10, n_iter = 2000,
+                burn_in = 1000, alpha_s = 0.95, beta_s = 2.0, k = 2.0,
+                $($extra = $default,)* seed = 0, n_threads = 1,
+            ))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                n_trees: usize,
+                sampler: &str,
+                n_particles: usize,
+                n_iter: usize,
+                burn_in: usize,
+                alpha_s: f64,
+                beta_s: f64,
+                k: f64,
+                $($extra: f64,)*
+                seed: u64,
+                n_threads: usize,
+            ) -> PyResult<Self> {
+                let params = BartParams {
+                    n_trees,
+                    k,
+                    $($extra,)*
+                    prior: CgmPrior {
+                        alpha_s,
+                        beta_s,
+                        min_samples: None,
+                    },
+                    sampler: tree_sampler(sampler, n_particles)?,
+                    n_iter,
+                    burn_in,
+                    seed,
+                    n_threads,
+                    ..BartParams::default()
+                };
+                Ok(Self::wrap($model::new(params).map_err(py_err)?))
+            }
+        }
+    };
 }
 
 /// The parameters as the Python constructors spell them (`random_state` the seed,
@@ -112,49 +130,22 @@ fn traces_dict<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>>
     Ok(d)
 }
 
-/// The methods both BART cores share: `wrap`, fitting, the posterior draws, the traces,
-/// the width, the parameters, and (through `file_methods!`) files and pickling. `$target`
-/// is the numpy element type of `y`, `$convert` turns it into the library's, and `$probit`
-/// says whether the model is the classifier.
+/// The methods both BART cores share: the posterior draws, the traces, the parameters,
+/// the number of draws, and (through `batch_methods!`) fitting, the width, files and
+/// pickling. `$target` is the numpy element type of `y`, `$convert` turns it into the
+/// library's, and `$probit` says whether the model is the classifier.
 macro_rules! bart_methods {
     ($core:ident, $model:ty, $target:ty, $convert:ident, $probit:expr) => {
-        impl $core {
-            pub(crate) fn wrap(inner: $model) -> Self {
-                $core {
-                    inner,
-                    last_input_address: AtomicUsize::new(0),
-                }
-            }
-        }
-
         #[pymethods]
         impl $core {
-            /// Runs the chain on a C-contiguous float64/float32 matrix and its targets
-            /// (int64 class indices or float64 values), with the GIL released.
-            fn fit(
-                &mut self,
-                py: Python<'_>,
-                x: &Bound<'_, PyAny>,
-                y: PyReadonlyArray1<'_, $target>,
-            ) -> PyResult<()> {
-                let y = $convert(&y)?;
-                let model = &mut self.inner;
-                with_features(x, &self.last_input_address, |f, _, d| {
-                    each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
-                })
-            }
-
             /// f_s(x) of every kept draw s and row, `n_draws × n_rows`.
             fn posterior_draws<'py>(
                 &self,
                 py: Python<'py>,
                 x: &Bound<'py, PyAny>,
             ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-                let model = &self.inner;
-                let (out, n) = with_features(x, &self.last_input_address, |f, n, d| {
-                    let out = each_precision!(f, v => py.detach(|| model.posterior_draws(v, d)));
-                    Ok((out.map_err(py_err)?, n))
-                })?;
+                let (out, n) =
+                    on_rows!(counted self, py, x, |v, d| self.inner.posterior_draws(v, d))?;
                 let s = self.inner.n_draws().unwrap_or(0);
                 out.into_pyarray(py).reshape([s, n])
             }
@@ -169,12 +160,6 @@ macro_rules! bart_methods {
                 params_dict(py, self.inner.params(), $probit)
             }
 
-            /// Width of the rows, once fitted.
-            #[getter]
-            fn n_features(&self) -> Option<usize> {
-                self.inner.n_features()
-            }
-
             /// Kept draws, once fitted.
             #[getter]
             fn n_draws(&self) -> Option<usize> {
@@ -182,78 +167,42 @@ macro_rules! bart_methods {
             }
         }
 
-        file_methods!($core, $model);
+        batch_methods!(
+            $core,
+            $model,
+            $target,
+            $convert,
+            "Runs the chain on a C-contiguous float64/float32 matrix and its targets \
+             (int64 class indices or float64 values), with the GIL released."
+        );
     };
 }
 
-/// The Rust BART regressor.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct BartRegressorCore {
-    inner: BartRegressor,
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust BART regressor.
+    BartRegressorCore(BartRegressor)
+);
+
+bart_new!(BartRegressorCore, BartRegressor, nu = 3.0, q = 0.9);
 
 /// Two arrays of one value per row.
 type Pair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 #[pymethods]
 impl BartRegressorCore {
-    #[new]
-    #[pyo3(signature = (
-        n_trees = 200, sampler = "pg", n_particles = 10, n_iter = 2000, burn_in = 1000,
-        alpha_s = 0.95, beta_s = 2.0, k = 2.0, nu = 3.0, q = 0.9, seed = 0, n_threads = 1,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_trees: usize,
-        sampler: &str,
-        n_particles: usize,
-        n_iter: usize,
-        burn_in: usize,
-        alpha_s: f64,
-        beta_s: f64,
-        k: f64,
-        nu: f64,
-        q: f64,
-        seed: u64,
-        n_threads: usize,
-    ) -> PyResult<Self> {
-        let params = bart_params(
-            n_trees,
-            sampler,
-            n_particles,
-            n_iter,
-            burn_in,
-            alpha_s,
-            beta_s,
-            k,
-            nu,
-            q,
-            seed,
-            n_threads,
-        )?;
-        Ok(Self::wrap(BartRegressor::new(params).map_err(py_err)?))
-    }
-
     /// Posterior means of f(x).
     fn predict<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
-        })?;
+        let out = on_rows!(self, py, x, |v, d| self.inner.predict(v, d))?;
         Ok(out.into_pyarray(py))
     }
 
     /// Means and standard deviations of the posterior predictive (noise included).
     fn predict_mean_std<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Pair<'py>> {
-        let model = &self.inner;
-        let (m, s) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict_mean_std(v, d))).map_err(py_err)
-        })?;
+        let (m, s) = on_rows!(self, py, x, |v, d| self.inner.predict_mean_std(v, d))?;
         Ok((m.into_pyarray(py), s.into_pyarray(py)))
     }
 
@@ -264,11 +213,7 @@ impl BartRegressorCore {
         x: &Bound<'py, PyAny>,
         level: f64,
     ) -> PyResult<Pair<'py>> {
-        let model = &self.inner;
-        let (lo, hi) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict_interval(v, d, level)))
-                .map_err(py_err)
-        })?;
+        let (lo, hi) = on_rows!(self, py, x, |v, d| self.inner.predict_interval(v, d, level))?;
         Ok((lo.into_pyarray(py), hi.into_pyarray(py)))
     }
 
@@ -280,63 +225,23 @@ impl BartRegressorCore {
 
 bart_methods!(BartRegressorCore, BartRegressor, f64, targets, false);
 
-/// The Rust probit BART classifier: labels are class indices 0 and 1; the Python class
-/// maps user labels to them.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct BartClassifierCore {
-    inner: BartClassifier,
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust probit BART classifier: labels are class indices 0 and 1; the Python class
+    /// maps user labels to them.
+    BartClassifierCore(BartClassifier)
+);
+
+bart_new!(BartClassifierCore, BartClassifier);
 
 #[pymethods]
 impl BartClassifierCore {
-    #[new]
-    #[pyo3(signature = (
-        n_trees = 200, sampler = "pg", n_particles = 10, n_iter = 2000, burn_in = 1000,
-        alpha_s = 0.95, beta_s = 2.0, k = 2.0, seed = 0, n_threads = 1,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_trees: usize,
-        sampler: &str,
-        n_particles: usize,
-        n_iter: usize,
-        burn_in: usize,
-        alpha_s: f64,
-        beta_s: f64,
-        k: f64,
-        seed: u64,
-        n_threads: usize,
-    ) -> PyResult<Self> {
-        let defaults = BartParams::default();
-        let params = bart_params(
-            n_trees,
-            sampler,
-            n_particles,
-            n_iter,
-            burn_in,
-            alpha_s,
-            beta_s,
-            k,
-            defaults.nu,
-            defaults.q,
-            seed,
-            n_threads,
-        )?;
-        Ok(Self::wrap(BartClassifier::new(params).map_err(py_err)?))
-    }
-
     /// Posterior predictive class probabilities, `n_rows × 2`.
     fn predict_proba<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let model = &self.inner;
-        let (p, n) = with_features(x, &self.last_input_address, |f, n, d| {
-            let p = each_precision!(f, v => py.detach(|| model.predict_proba(v, d)));
-            Ok((p.map_err(py_err)?, n))
-        })?;
+        let (p, n) = on_rows!(counted self, py, x, |v, d| self.inner.predict_proba(v, d))?;
         p.into_pyarray(py).reshape([n, 2])
     }
 
@@ -346,47 +251,9 @@ impl BartClassifierCore {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
-        })?;
-        let out: Vec<i64> = out.into_iter().map(|c| c as i64).collect();
-        Ok(out.into_pyarray(py))
+        let out = on_rows!(self, py, x, |v, d| self.inner.predict(v, d))?;
+        Ok(class_indices(py, out))
     }
 }
 
 bart_methods!(BartClassifierCore, BartClassifier, i64, labels, true);
-
-/// Longest header start that names the kind: magic (8), version (4), kind length (1),
-/// kind (≤ 255).
-const HEADER_MAX: u64 = 8 + 4 + 1 + 255;
-
-/// A BART model file for `load_any`: None when `path` holds another kind (or none).
-pub(crate) fn load_bart(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Loaded>> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(HEADER_MAX).read_to_end(&mut head));
-    if read.is_err() {
-        return Ok(None); // `AnyModel::load` reports it
-    }
-    let kind = mondrian::persist::kind_of(&head);
-    let io = |e: MondrianError| match e {
-        MondrianError::Io(io) => {
-            PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
-        }
-        other => py_err(other),
-    };
-    Ok(match kind.as_deref() {
-        Some(BartRegressor::KIND) => {
-            let m = py.detach(|| BartRegressor::load(path)).map_err(io)?;
-            let core = Py::new(py, BartRegressorCore::wrap(m))?.into_any();
-            Some(("bart-regressor", core, None, Vec::new()))
-        }
-        Some(BartClassifier::KIND) => {
-            let m = py.detach(|| BartClassifier::load(path)).map_err(io)?;
-            let core = Py::new(py, BartClassifierCore::wrap(m))?.into_any();
-            Some(("bart-classifier", core, None, Vec::new()))
-        }
-        _ => None,
-    })
-}

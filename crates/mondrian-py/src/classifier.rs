@@ -17,15 +17,11 @@ use crate::{
     py_err, scaling_spec, summary_dict, with_features, Features,
 };
 
-/// The Rust Mondrian forest classifier. Labels are class indices `0..K`; the Python
-/// classes map user labels to indices.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct ClassifierCore {
-    inner: MondrianForestClassifier,
-    /// Address of the last feature buffer read, so tests can prove arrays are not copied.
-    /// Atomic because predictions take the model shared, from any number of threads.
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust Mondrian forest classifier. Labels are class indices `0..K`; the Python
+    /// classes map user labels to indices.
+    ClassifierCore(MondrianForestClassifier)
+);
 
 #[pymethods]
 impl ClassifierCore {

@@ -15,13 +15,10 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::{parse_memory, parse_scaling, py_err, scaling_spec, with_features, Features};
 
-/// The Rust Mondrian Pólya forest.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct PolyaCore {
-    inner: MondrianPolyaForest,
-    /// Address of the last feature buffer read (zero-copy tests).
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust Mondrian Pólya forest.
+    PolyaCore(MondrianPolyaForest)
+);
 
 type Scores<'py> = (
     Bound<'py, PyArray1<f64>>,
@@ -92,13 +89,6 @@ fn explanation_dict<'py>(py: Python<'py>, e: &Explanation) -> PyResult<Bound<'py
 }
 
 impl PolyaCore {
-    pub(crate) fn wrap(inner: MondrianPolyaForest) -> Self {
-        PolyaCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
-
     fn rows<R: Send>(
         &self,
         py: Python<'_>,
@@ -166,18 +156,12 @@ impl PolyaCore {
 
     /// Trains a new forest on a C-contiguous float64/float32 matrix.
     fn fit(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.fit(v, d))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.fit(v, d))
     }
 
     /// Adds rows, in order (with a window, the oldest leave first).
     fn partial_fit(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.partial_fit(v, d))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.partial_fit(v, d))
     }
 
     /// Adds one row given as a list of floats.
@@ -210,11 +194,11 @@ impl PolyaCore {
         x: &Bound<'py, PyAny>,
         prequential: bool,
     ) -> PyResult<Scores<'py>> {
-        let model = &mut self.inner;
-        let rows = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.score_stream(v, d, prequential)))
-                .map_err(py_err)
-        })?;
+        let rows = on_rows!(self, py, x, |v, d| self.inner.score_stream(
+            v,
+            d,
+            prequential
+        ))?;
         Ok(scores_arrays(py, rows))
     }
 

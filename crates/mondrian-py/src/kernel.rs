@@ -61,21 +61,10 @@ fn extension_name(e: Extension) -> &'static str {
     }
 }
 
-/// The Rust Mondrian kernel feature map.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct KernelFeaturesCore {
-    inner: MondrianKernel,
-    last_input_address: AtomicUsize,
-}
-
-impl KernelFeaturesCore {
-    pub(crate) fn wrap(inner: MondrianKernel) -> Self {
-        KernelFeaturesCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
-}
+model_core!(
+    /// The Rust Mondrian kernel feature map.
+    KernelFeaturesCore(MondrianKernel)
+);
 
 #[pymethods]
 impl KernelFeaturesCore {
@@ -94,26 +83,17 @@ impl KernelFeaturesCore {
 
     /// Samples the trees on these rows.
     fn fit(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.fit(v, d))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.fit(v, d))
     }
 
     /// Extends the trees by these rows; returns the number of new columns.
     fn partial_fit(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.partial_fit(v, d))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.partial_fit(v, d))
     }
 
     /// The features of these rows as CSR arrays.
     fn transform<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<CsrArrays<'py>> {
-        let model = &self.inner;
-        let phi = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.transform(v, d))).map_err(py_err)
-        })?;
+        let phi = on_rows!(self, py, x, |v, d| self.inner.transform(v, d))?;
         Ok(csr_arrays(py, phi))
     }
 
@@ -140,21 +120,10 @@ file_methods!(KernelFeaturesCore, MondrianKernel);
 /// Predictive means and standard deviations.
 type MeanStd<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
-/// The Rust ridge regression on Mondrian kernel features.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct KernelRidgeCore {
-    inner: MondrianKernelRidge,
-    last_input_address: AtomicUsize,
-}
-
-impl KernelRidgeCore {
-    pub(crate) fn wrap(inner: MondrianKernelRidge) -> Self {
-        KernelRidgeCore {
-            inner,
-            last_input_address: AtomicUsize::new(0),
-        }
-    }
-}
+model_core!(
+    /// The Rust ridge regression on Mondrian kernel features.
+    KernelRidgeCore(MondrianKernelRidge)
+);
 
 fn ridge_params(
     n_trees: usize,
@@ -208,10 +177,7 @@ impl KernelRidgeCore {
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
         let y = y.as_slice().map_err(py_err_contiguous)?.to_vec();
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.fit(v, d, &y))
     }
 
     /// Extends the model by rows and targets (exact online ridge).
@@ -222,10 +188,7 @@ impl KernelRidgeCore {
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
         let y = y.as_slice().map_err(py_err_contiguous)?.to_vec();
-        let model = &mut self.inner;
-        with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.partial_fit(v, d, &y))).map_err(py_err)
-        })
+        on_rows!(self, py, x, |v, d| self.inner.partial_fit(v, d, &y))
     }
 
     /// Predictive means.
@@ -234,10 +197,7 @@ impl KernelRidgeCore {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
-        })?;
+        let out = on_rows!(self, py, x, |v, d| self.inner.predict(v, d))?;
         Ok(out.into_pyarray(py))
     }
 
@@ -247,10 +207,7 @@ impl KernelRidgeCore {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<MeanStd<'py>> {
-        let model = &mut self.inner;
-        let (m, s) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict_with_std(v, d))).map_err(py_err)
-        })?;
+        let (m, s) = on_rows!(self, py, x, |v, d| self.inner.predict_with_std(v, d))?;
         Ok((m.into_pyarray(py), s.into_pyarray(py)))
     }
 

@@ -83,6 +83,54 @@ macro_rules! each_precision {
     };
 }
 
+/// `$body` on the rows of `x` with the GIL released, `$v` the feature buffer in either
+/// precision and `$d` its width (see `with_features`): the result, or with `counted`
+/// first, the result and the number of rows. `$slf` is the core, whose
+/// `last_input_address` notes the buffer.
+macro_rules! on_rows {
+    ($slf:ident, $py:ident, $x:expr, |$v:ident, $d:ident| $body:expr) => {
+        with_features($x, &$slf.last_input_address, |f, _, $d| {
+            each_precision!(f, $v => $py.detach(|| $body)).map_err(py_err)
+        })
+    };
+    (counted $slf:ident, $py:ident, $x:expr, |$v:ident, $d:ident| $body:expr) => {
+        with_features($x, &$slf.last_input_address, |f, n, $d| {
+            let out = each_precision!(f, $v => $py.detach(|| $body));
+            Ok((out.map_err(py_err)?, n))
+        })
+    };
+}
+
+/// A core: the Python class around a library model `inner`, with `wrap`, which makes one
+/// around a model. `last_input_address` is the address of the last feature buffer read,
+/// so tests can prove arrays are not copied; atomic because predictions take the model
+/// shared, from any number of threads.
+macro_rules! model_core {
+    ($(#[$attr:meta])* $core:ident($model:ty)) => {
+        $(#[$attr])*
+        #[pyclass(module = "mondrian_ml._core")]
+        pub(crate) struct $core {
+            inner: $model,
+            last_input_address: AtomicUsize,
+        }
+
+        impl $core {
+            pub(crate) fn wrap(inner: $model) -> Self {
+                $core {
+                    inner,
+                    last_input_address: AtomicUsize::new(0),
+                }
+            }
+        }
+    };
+}
+
+/// Class indices as the int64 array Python indexes `classes_` with.
+fn class_indices(py: Python<'_>, classes: Vec<usize>) -> Bound<'_, numpy::PyArray1<i64>> {
+    let out: Vec<i64> = classes.into_iter().map(|c| c as i64).collect();
+    numpy::IntoPyArray::into_pyarray(out, py)
+}
+
 fn labels(y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     let y = y.as_array();
     y.iter()
@@ -188,13 +236,6 @@ fn summary_dict<'py>(py: Python<'py>, s: &mondrian::ForestSummary) -> PyResult<B
 macro_rules! common_methods {
     ($core:ident, $model:ty, $target:ty, $one:ty, $convert:ident) => {
         impl $core {
-            pub(crate) fn wrap(inner: $model) -> Self {
-                $core {
-                    inner,
-                    last_input_address: AtomicUsize::new(0),
-                }
-            }
-
             fn train(
                 &mut self,
                 py: Python<'_>,
@@ -446,6 +487,36 @@ macro_rules! file_methods {
     };
 }
 
+/// The methods of the Bayesian cores (`bart.rs`, `smc.rs`), which fit once on a whole data
+/// set: fitting (`$fit_doc` its docstring), the width, and (through `file_methods!`) files
+/// and pickling. `$target` is the numpy element type of `y` and `$convert` turns it into
+/// the library's.
+macro_rules! batch_methods {
+    ($core:ident, $model:ty, $target:ty, $convert:ident, $fit_doc:literal) => {
+        #[pymethods]
+        impl $core {
+            #[doc = $fit_doc]
+            fn fit(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: PyReadonlyArray1<'_, $target>,
+            ) -> PyResult<()> {
+                let y = $convert(&y)?;
+                on_rows!(self, py, x, |v, d| self.inner.fit(v, d, &y))
+            }
+
+            /// Width of the rows, once fitted.
+            #[getter]
+            fn n_features(&self) -> Option<usize> {
+                self.inner.n_features()
+            }
+        }
+
+        file_methods!($core, $model);
+    };
+}
+
 mod bart;
 mod classifier;
 mod density;
@@ -458,6 +529,55 @@ mod smc;
 /// feature names (CLI files of named data).
 type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
 
+/// A failure to read the model file at `path` as the Python exception: an I/O failure
+/// names the file.
+fn read_err(path: &std::path::Path) -> impl Fn(MondrianError) -> PyErr + '_ {
+    move |e| match e {
+        MondrianError::Io(io) => {
+            PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
+        }
+        other => py_err(other),
+    }
+}
+
+/// Longest header start that names the kind: magic (8), version (4), kind length (1),
+/// kind (≤ 255).
+const HEADER_MAX: u64 = 8 + 4 + 1 + 255;
+
+/// A model file of one of the Bayesian kinds `AnyModel` does not know (BART):
+/// None when `path` holds another kind (or none).
+fn load_bayes(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Loaded>> {
+    use mondrian::bayes::{BartClassifier, BartRegressor};
+    use mondrian::Persistent;
+    use std::io::Read;
+    /// The core `wrap` makes around the model in the file.
+    fn core<M: Persistent + Send, C: pyo3::PyClass + Into<PyClassInitializer<C>>>(
+        py: Python<'_>,
+        path: &std::path::Path,
+        wrap: fn(M) -> C,
+    ) -> PyResult<Py<PyAny>> {
+        let model = py.detach(|| M::load(path)).map_err(read_err(path))?;
+        Ok(Py::new(py, wrap(model))?.into_any())
+    }
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(HEADER_MAX).read_to_end(&mut head));
+    if read.is_err() {
+        return Ok(None); // `AnyModel::load` reports it
+    }
+    let (kind, core) = match mondrian::persist::kind_of(&head).as_deref() {
+        Some(BartRegressor::KIND) => (
+            "bart-regressor",
+            core(py, path, bart::BartRegressorCore::wrap)?,
+        ),
+        Some(BartClassifier::KIND) => (
+            "bart-classifier",
+            core(py, path, bart::BartClassifierCore::wrap)?,
+        ),
+        _ => return Ok(None),
+    };
+    Ok(Some((kind, core, None, Vec::new())))
+}
+
 /// Reads a model file of any kind the library writes (a core's `save`, the library's
 /// `Persistent::save`, `mondrian train --model`), by the kind its header names.
 #[pyfunction]
@@ -465,15 +585,12 @@ fn load_any(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Loaded> {
     use classifier::ClassifierCore;
     use mondrian::described::AnyModel;
     use regressor::RegressorCore;
-    if let Some(loaded) = bart::load_bart(py, &path)? {
+    if let Some(loaded) = load_bayes(py, &path)? {
         return Ok(loaded);
     }
-    let model = py.detach(|| AnyModel::load(&path)).map_err(|e| match e {
-        MondrianError::Io(io) => {
-            PyOSError::new_err(format!("cannot read {}: {io}", path.display()))
-        }
-        other => py_err(other),
-    })?;
+    let model = py
+        .detach(|| AnyModel::load(&path))
+        .map_err(read_err(&path))?;
     Ok(match model {
         AnyModel::Classifier(m) => {
             let core = Py::new(py, ClassifierCore::wrap(m))?.into_any();

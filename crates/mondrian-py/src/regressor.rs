@@ -18,13 +18,10 @@ use crate::{
     scaling_spec, summary_dict, targets, with_features, Features,
 };
 
-/// The Rust Mondrian forest regressor (spec `mf-regression.md`).
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct RegressorCore {
-    inner: MondrianForestRegressor,
-    /// Address of the last feature buffer read (zero-copy tests).
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust Mondrian forest regressor (spec `mf-regression.md`).
+    RegressorCore(MondrianForestRegressor)
+);
 
 impl RegressorCore {
     /// Each row's PIT, the forest mixture's CDF at its target.

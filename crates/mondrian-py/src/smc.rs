@@ -14,7 +14,7 @@ use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::{labels, py_err, with_features, Features};
+use crate::{class_indices, labels, py_err, with_features, Features};
 
 fn bad(name: &'static str, value: &str, expected: &str) -> PyErr {
     py_err(MondrianError::InvalidParameter {
@@ -23,63 +23,95 @@ fn bad(name: &'static str, value: &str, expected: &str) -> PyErr {
     })
 }
 
-/// The sampler's settings from the constructors' arguments; the library checks the ranges.
-#[allow(clippy::too_many_arguments)]
-fn smc_params(
-    n_particles: usize,
-    n_islands: usize,
-    proposal: &str,
-    expansion: &str,
-    alpha_split: f64,
-    beta_split: f64,
-    min_samples_split: Option<usize>,
-    ess_threshold: f64,
-    resampler: &str,
-    island_weighting: &str,
-    seed: u64,
-    n_threads: usize,
-) -> PyResult<SmcParams> {
-    Ok(SmcParams {
-        particles: n_particles,
-        islands: n_islands,
-        prior: CgmPrior {
-            alpha_s: alpha_split,
-            beta_s: beta_split,
-            min_samples: min_samples_split,
-        },
-        proposal: match proposal {
-            "prior" => Proposal::Prior,
-            "empirical" => Proposal::Empirical,
-            "optimal" => Proposal::Optimal,
-            other => return Err(bad("proposal", other, "'prior', 'empirical' or 'optimal'")),
-        },
-        expansion: match expansion {
-            "breadth_first" => Expansion::NodeBreadthFirst,
-            "min_marginal" => Expansion::NodeMinMarginal,
-            "layer_wise" => Expansion::LayerWise,
-            other => {
-                return Err(bad(
-                    "expansion",
-                    other,
-                    "'breadth_first', 'min_marginal' or 'layer_wise'",
-                ))
+/// The constructor of an SMC core: `$smc`, the sampler's settings from the arguments (the
+/// library checks the ranges), then `$params`, the model's parameters made of them and of
+/// the settings only this model takes: `$mid` after `min_samples_split`, `$end` last.
+macro_rules! smc_new {
+    (
+        $core:ident,
+        $model:ident,
+        [$($mid:ident: $mid_ty:ty = $mid_default:tt),*],
+        [$($end:ident: $end_ty:ty = $end_default:tt),*],
+        |$smc:ident| $params:expr
+    ) => {
+        #[pymethods]
+        impl $core {
+            #[new]
+            #[pyo3(signature = (
+                n_particles = 100, n_islands = 1, proposal = "prior",
+                expansion = "breadth_first", alpha_split = 0.95, beta_split = 0.5,
+                min_samples_split = None, $($mid = $mid_default,)* ess_threshold = 0.1,
+                resampler = "multinomial", island_weighting = "equal", seed = 0,
+                n_threads = 1, $($end = $end_default,)*
+            ))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                n_particles: usize,
+                n_islands: usize,
+                proposal: &str,
+                expansion: &str,
+                alpha_split: f64,
+                beta_split: f64,
+                min_samples_split: Option<usize>,
+                $($mid: $mid_ty,)*
+                ess_threshold: f64,
+                resampler: &str,
+                island_weighting: &str,
+                seed: u64,
+                n_threads: usize,
+                $($end: $end_ty,)*
+            ) -> PyResult<Self> {
+                let $smc = SmcParams {
+                    particles: n_particles,
+                    islands: n_islands,
+                    prior: CgmPrior {
+                        alpha_s: alpha_split,
+                        beta_s: beta_split,
+                        min_samples: min_samples_split,
+                    },
+                    proposal: match proposal {
+                        "prior" => Proposal::Prior,
+                        "empirical" => Proposal::Empirical,
+                        "optimal" => Proposal::Optimal,
+                        other => {
+                            return Err(bad("proposal", other, "'prior', 'empirical' or 'optimal'"))
+                        }
+                    },
+                    expansion: match expansion {
+                        "breadth_first" => Expansion::NodeBreadthFirst,
+                        "min_marginal" => Expansion::NodeMinMarginal,
+                        "layer_wise" => Expansion::LayerWise,
+                        other => {
+                            return Err(bad(
+                                "expansion",
+                                other,
+                                "'breadth_first', 'min_marginal' or 'layer_wise'",
+                            ))
+                        }
+                    },
+                    ess_threshold,
+                    resampler: match resampler {
+                        "multinomial" => Resampler::Multinomial,
+                        "systematic" => Resampler::Systematic,
+                        other => {
+                            return Err(bad("resampler", other, "'multinomial' or 'systematic'"))
+                        }
+                    },
+                    island_weighting: match island_weighting {
+                        "equal" => IslandWeighting::Equal,
+                        "evidence" => IslandWeighting::Evidence,
+                        other => {
+                            return Err(bad("island_weighting", other, "'equal' or 'evidence'"))
+                        }
+                    },
+                    seed,
+                    n_threads,
+                    ..SmcParams::default()
+                };
+                Ok(Self::wrap($model::new($params).map_err(py_err)?))
             }
-        },
-        ess_threshold,
-        resampler: match resampler {
-            "multinomial" => Resampler::Multinomial,
-            "systematic" => Resampler::Systematic,
-            other => return Err(bad("resampler", other, "'multinomial' or 'systematic'")),
-        },
-        island_weighting: match island_weighting {
-            "equal" => IslandWeighting::Equal,
-            "evidence" => IslandWeighting::Evidence,
-            other => return Err(bad("island_weighting", other, "'equal' or 'evidence'")),
-        },
-        seed,
-        n_threads,
-        ..SmcParams::default()
-    })
+        }
+    };
 }
 
 /// The weighted trees' shape as a dict: distinct trees, their effective number
@@ -122,37 +154,13 @@ fn values(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
     Ok(y.to_vec())
 }
 
-/// The methods both SMC cores share: `wrap`, fitting, the log predictive, the evidence,
-/// the width, the posterior summary, and (through `file_methods!`) files and pickling.
-/// `$target` is the numpy element type of `y` and `$convert` turns it into the library's.
+/// The methods both SMC cores share: the log predictive, the evidence, the posterior
+/// summary, and (through `batch_methods!`) fitting, the width, files and pickling. `$target` is the
+/// numpy element type of `y` and `$convert` turns it into the library's.
 macro_rules! smc_methods {
     ($core:ident, $model:ty, $target:ty, $convert:ident) => {
-        impl $core {
-            pub(crate) fn wrap(inner: $model) -> Self {
-                $core {
-                    inner,
-                    last_input_address: AtomicUsize::new(0),
-                }
-            }
-        }
-
         #[pymethods]
         impl $core {
-            /// Fits on a C-contiguous float64/float32 matrix and its targets (int64 class
-            /// indices or float64 values), with the GIL released.
-            fn fit(
-                &mut self,
-                py: Python<'_>,
-                x: &Bound<'_, PyAny>,
-                y: PyReadonlyArray1<'_, $target>,
-            ) -> PyResult<()> {
-                let y = $convert(&y)?;
-                let model = &mut self.inner;
-                with_features(x, &self.last_input_address, |f, _, d| {
-                    each_precision!(f, v => py.detach(|| model.fit(v, d, &y))).map_err(py_err)
-                })
-            }
-
             /// log p(y_i | x_i) of each row under the posterior predictive.
             fn log_predictive<'py>(
                 &self,
@@ -161,11 +169,7 @@ macro_rules! smc_methods {
                 y: PyReadonlyArray1<'py, $target>,
             ) -> PyResult<Bound<'py, PyArray1<f64>>> {
                 let y = $convert(&y)?;
-                let model = &self.inner;
-                let out = with_features(x, &self.last_input_address, |f, _, d| {
-                    each_precision!(f, v => py.detach(|| model.log_predictive(v, d, &y)))
-                        .map_err(py_err)
-                })?;
+                let out = on_rows!(self, py, x, |v, d| self.inner.log_predictive(v, d, &y))?;
                 Ok(out.into_pyarray(py))
             }
 
@@ -175,89 +179,50 @@ macro_rules! smc_methods {
                 self.inner.log_evidence().map_err(py_err)
             }
 
-            /// Width of the rows, once fitted.
-            #[getter]
-            fn n_features(&self) -> Option<usize> {
-                self.inner.n_features()
-            }
-
             /// The posterior's shape (see `posterior_summary`).
             fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
                 posterior_summary(py, self.inner.posterior().map_err(py_err)?)
             }
         }
 
-        file_methods!($core, $model);
+        batch_methods!(
+            $core,
+            $model,
+            $target,
+            $convert,
+            "Fits on a C-contiguous float64/float32 matrix and its targets (int64 class \
+             indices or float64 values), with the GIL released."
+        );
     };
 }
 
-/// The Rust SMC tree classifier. Labels are class indices `0..K`; the Python class maps
-/// user labels to indices.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct SmcClassifierCore {
-    inner: SmcTreeClassifier,
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust SMC tree classifier. Labels are class indices `0..K`; the Python class maps
+    /// user labels to indices.
+    SmcClassifierCore(SmcTreeClassifier)
+);
+
+smc_new!(
+    SmcClassifierCore,
+    SmcTreeClassifier,
+    [alpha: f64 = 5.0],
+    [n_classes: Option<usize> = None],
+    |smc| SmcClassifierParams {
+        smc,
+        alpha,
+        n_classes,
+    }
+);
 
 #[pymethods]
 impl SmcClassifierCore {
-    #[new]
-    #[pyo3(signature = (
-        n_particles = 100, n_islands = 1, proposal = "prior", expansion = "breadth_first",
-        alpha_split = 0.95, beta_split = 0.5, min_samples_split = None, alpha = 5.0,
-        ess_threshold = 0.1, resampler = "multinomial", island_weighting = "equal", seed = 0,
-        n_threads = 1, n_classes = None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_particles: usize,
-        n_islands: usize,
-        proposal: &str,
-        expansion: &str,
-        alpha_split: f64,
-        beta_split: f64,
-        min_samples_split: Option<usize>,
-        alpha: f64,
-        ess_threshold: f64,
-        resampler: &str,
-        island_weighting: &str,
-        seed: u64,
-        n_threads: usize,
-        n_classes: Option<usize>,
-    ) -> PyResult<Self> {
-        let smc = smc_params(
-            n_particles,
-            n_islands,
-            proposal,
-            expansion,
-            alpha_split,
-            beta_split,
-            min_samples_split,
-            ess_threshold,
-            resampler,
-            island_weighting,
-            seed,
-            n_threads,
-        )?;
-        let params = SmcClassifierParams {
-            smc,
-            alpha,
-            n_classes,
-        };
-        Ok(Self::wrap(SmcTreeClassifier::new(params).map_err(py_err)?))
-    }
-
     /// Posterior predictive class probabilities, `n_rows × K`.
     fn predict_proba<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let model = &self.inner;
-        let (p, n) = with_features(x, &self.last_input_address, |f, n, d| {
-            let p = each_precision!(f, v => py.detach(|| model.predict_proba(v, d)));
-            Ok((p.map_err(py_err)?, n))
-        })?;
+        let (p, n) = on_rows!(counted self, py, x, |v, d| self.inner.predict_proba(v, d))?;
         let k = self.inner.n_classes().unwrap_or(1);
         p.into_pyarray(py).reshape([n, k])
     }
@@ -268,12 +233,8 @@ impl SmcClassifierCore {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let model = &self.inner;
-        let out = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict(v, d))).map_err(py_err)
-        })?;
-        let out: Vec<i64> = out.into_iter().map(|c| c as i64).collect();
-        Ok(out.into_pyarray(py))
+        let out = on_rows!(self, py, x, |v, d| self.inner.predict(v, d))?;
+        Ok(class_indices(py, out))
     }
 
     /// K, once fitted.
@@ -288,68 +249,28 @@ smc_methods!(SmcClassifierCore, SmcTreeClassifier, i64, labels);
 /// Predictive means and variances.
 type MeanVariance<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
-/// The Rust SMC regression tree, with Normal–inverse-gamma leaves calibrated from the
-/// training targets.
-#[pyclass(module = "mondrian_ml._core")]
-pub(crate) struct SmcRegressorCore {
-    inner: SmcTreeRegressor,
-    last_input_address: AtomicUsize,
-}
+model_core!(
+    /// The Rust SMC regression tree, with Normal–inverse-gamma leaves calibrated from the
+    /// training targets.
+    SmcRegressorCore(SmcTreeRegressor)
+);
+
+smc_new!(SmcRegressorCore, SmcTreeRegressor, [], [], |smc| {
+    SmcRegressorParams {
+        smc,
+        leaf: RegressionLeaf::Calibrated,
+    }
+});
 
 #[pymethods]
 impl SmcRegressorCore {
-    #[new]
-    #[pyo3(signature = (
-        n_particles = 100, n_islands = 1, proposal = "prior", expansion = "breadth_first",
-        alpha_split = 0.95, beta_split = 0.5, min_samples_split = None, ess_threshold = 0.1,
-        resampler = "multinomial", island_weighting = "equal", seed = 0, n_threads = 1,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_particles: usize,
-        n_islands: usize,
-        proposal: &str,
-        expansion: &str,
-        alpha_split: f64,
-        beta_split: f64,
-        min_samples_split: Option<usize>,
-        ess_threshold: f64,
-        resampler: &str,
-        island_weighting: &str,
-        seed: u64,
-        n_threads: usize,
-    ) -> PyResult<Self> {
-        let smc = smc_params(
-            n_particles,
-            n_islands,
-            proposal,
-            expansion,
-            alpha_split,
-            beta_split,
-            min_samples_split,
-            ess_threshold,
-            resampler,
-            island_weighting,
-            seed,
-            n_threads,
-        )?;
-        let params = SmcRegressorParams {
-            smc,
-            leaf: RegressionLeaf::Calibrated,
-        };
-        Ok(Self::wrap(SmcTreeRegressor::new(params).map_err(py_err)?))
-    }
-
     /// Posterior predictive means and variances (the weighted mixture of the particles').
     fn predict_mean_variance<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<MeanVariance<'py>> {
-        let model = &self.inner;
-        let (m, v) = with_features(x, &self.last_input_address, |f, _, d| {
-            each_precision!(f, v => py.detach(|| model.predict_mean_variance(v, d))).map_err(py_err)
-        })?;
+        let (m, v) = on_rows!(self, py, x, |v, d| self.inner.predict_mean_variance(v, d))?;
         Ok((m.into_pyarray(py), v.into_pyarray(py)))
     }
 }

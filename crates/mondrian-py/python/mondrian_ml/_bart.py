@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _FLOATS, _ForestCommon
+from ._base import _FLOATS, _BayesCommon
 from ._core import BartClassifierCore, BartRegressorCore
 
 _PARAMS_DOC = """
@@ -67,15 +67,8 @@ _TRACES_DOC = """
 """
 
 
-class _BARTCommon:
-    """Parameters and conventions shared by the BART estimators. The library checks the
-    ranges; Python checks the types and scikit-learn's conventions."""
-
-    _n_threads = _ForestCommon._n_threads
-    _check_types = _ForestCommon._check_types
-    _seed = _ForestCommon._seed
-    __sklearn_is_fitted__ = _ForestCommon.__sklearn_is_fitted__
-    _from_core = classmethod(_ForestCommon._from_core.__func__)
+class _BARTCommon(_BayesCommon):
+    """Parameters and conventions shared by the BART estimators."""
 
     def _bart_params(self):
         self._check_types(
@@ -95,10 +88,6 @@ class _BARTCommon:
             seed=self._seed(),
             n_threads=self._n_threads(),
         )
-
-    def _rows(self, X):
-        check_is_fitted(self)
-        return validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
 
     @property
     def traces_(self):
@@ -190,18 +179,7 @@ class BARTRegressor(_BARTCommon, RegressorMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
     ):
-        self.n_trees = n_trees
-        self.sampler = sampler
-        self.n_particles = n_particles
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.alpha_s = alpha_s
-        self.beta_s = beta_s
-        self.k = k
-        self.nu = nu
-        self.q = q
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._keep(locals())
 
     def fit(self, X, y):
         """Runs the chain on ``X`` (n_samples, n_features) and real targets ``y``,
@@ -300,16 +278,7 @@ class BARTClassifier(_BARTCommon, ClassifierMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
     ):
-        self.n_trees = n_trees
-        self.sampler = sampler
-        self.n_particles = n_particles
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.alpha_s = alpha_s
-        self.beta_s = beta_s
-        self.k = k
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._keep(locals())
 
     def fit(self, X, y):
         """Runs the chain on ``X`` and labels ``y`` of exactly two classes, replacing any
@@ -338,13 +307,6 @@ class BARTClassifier(_BARTCommon, ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
-
-    @classmethod
-    def _from_core(cls, core, classes=None, names=None):
-        est = super()._from_core(core, names)
-        if core.n_features is not None:
-            est.classes_ = np.arange(2) if classes is None else np.asarray(classes)
-        return est
 
     def predict_proba(self, X):
         """Posterior predictive class probabilities, shape (n_samples, 2)."""

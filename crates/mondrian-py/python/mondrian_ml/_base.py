@@ -266,6 +266,38 @@ class _ForestCommon:
         check_is_fitted(self)
         self._core.save(os.fspath(path))
 
+class _BayesCommon:
+    """What the Bayesian estimators (BART, SMC trees) share with the forests and with
+    each other: parameter checks, rows, files. The library checks the ranges; Python
+    checks the types and scikit-learn's conventions."""
+
+    _n_threads = _ForestCommon._n_threads
+    _check_types = _ForestCommon._check_types
+    _seed = _ForestCommon._seed
+    __sklearn_is_fitted__ = _ForestCommon.__sklearn_is_fitted__
+
+    def _keep(self, params):
+        """``__init__``'s work: each argument (``params``, its ``locals()``) kept as is."""
+        for name, value in params.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    def _rows(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+
+    @classmethod
+    def _from_core(cls, core, classes=None, names=None):
+        """An estimator around a loaded core (see ``_ForestCommon._from_core``); a
+        classifier's ``classes_`` are ``classes``, or 0 to K − 1."""
+        est = _ForestCommon._from_core.__func__(cls, core, names)
+        if hasattr(est, "predict_proba") and core.n_features is not None:
+            # The probit BART core has no ``n_classes``: it always has two.
+            k = getattr(core, "n_classes", 2)
+            est.classes_ = np.arange(k) if classes is None else np.asarray(classes)
+        return est
+
+
 class _MondrianBase(_ForestCommon):
     """Mixin of the supervised forests: progress, sample weights, warm start, leaves,
     feature weights and importances, size, compaction."""

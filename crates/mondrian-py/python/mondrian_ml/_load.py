@@ -39,10 +39,12 @@ def load(path):
     kind, core, classes, names = load_any(os.fspath(path))
     if kind == "classifier":
         return MondrianForestClassifier._from_core(core, classes, names)
-    if kind == "bart-regressor":
-        return BARTRegressor._from_core(core, names)
-    if kind == "bart-classifier":
-        return BARTClassifier._from_core(core, classes, names)
+    bayes = {
+        "bart-regressor": BARTRegressor,
+        "bart-classifier": BARTClassifier,
+    }
+    if kind in bayes:
+        return bayes[kind]._from_core(core, classes, names)
     if kind == "polya":
         return MondrianPolyaForest._from_core(core, names)
     return MondrianForestRegressor._from_core(core, names)

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _FLOATS, _ForestCommon, _is_integer
+from ._base import _FLOATS, _BayesCommon, _is_integer
 from ._core import SmcClassifierCore, SmcRegressorCore
 
 _PARAMS_DOC = """
@@ -50,14 +50,8 @@ _PARAMS_DOC = """
 """
 
 
-class _SMCCommon:
-    """Parameters and conventions shared by the SMC estimators. The library checks the
-    ranges; Python checks the types and scikit-learn's conventions."""
-
-    _n_threads = _ForestCommon._n_threads
-    _check_types = _ForestCommon._check_types
-    _seed = _ForestCommon._seed
-    __sklearn_is_fitted__ = _ForestCommon.__sklearn_is_fitted__
+class _SMCCommon(_BayesCommon):
+    """Parameters and conventions shared by the SMC estimators."""
 
     def _smc_params(self):
         self._check_types(
@@ -164,19 +158,7 @@ class SMCTreeClassifier(_SMCCommon, ClassifierMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
     ):
-        self.n_particles = n_particles
-        self.n_islands = n_islands
-        self.proposal = proposal
-        self.expansion = expansion
-        self.alpha_split = alpha_split
-        self.beta_split = beta_split
-        self.min_samples_split = min_samples_split
-        self.alpha = alpha
-        self.ess_threshold = ess_threshold
-        self.resampler = resampler
-        self.island_weighting = island_weighting
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._keep(locals())
 
     def fit(self, X, y):
         """Samples the weighted trees on ``X`` (n_samples, n_features) and labels ``y``,
@@ -195,8 +177,7 @@ class SMCTreeClassifier(_SMCCommon, ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """Posterior predictive class probabilities, shape (n_samples, n_classes)."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        X = self._rows(X)
         return self._core.predict_proba(X)
 
     def predict_log_proba(self, X):
@@ -212,8 +193,7 @@ class SMCTreeClassifier(_SMCCommon, ClassifierMixin, BaseEstimator):
     def log_predictive(self, X, y):
         """log p(y_i | x_i) of each row under the posterior predictive (nats); its mean is
         the test log-likelihood. Every label must be one of ``classes_``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        X = self._rows(X)
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != X.shape[0]:
             raise ValueError(f"y must hold one label per row of X, got shape {y.shape}")
@@ -278,18 +258,7 @@ class SMCTreeRegressor(_SMCCommon, RegressorMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
     ):
-        self.n_particles = n_particles
-        self.n_islands = n_islands
-        self.proposal = proposal
-        self.expansion = expansion
-        self.alpha_split = alpha_split
-        self.beta_split = beta_split
-        self.min_samples_split = min_samples_split
-        self.ess_threshold = ess_threshold
-        self.resampler = resampler
-        self.island_weighting = island_weighting
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._keep(locals())
 
     def fit(self, X, y):
         """Samples the weighted trees on ``X`` and real targets ``y``, replacing any
@@ -303,8 +272,7 @@ class SMCTreeRegressor(_SMCCommon, RegressorMixin, BaseEstimator):
     def predict(self, X, return_std=False):
         """Posterior predictive means, and with ``return_std`` their standard
         deviations."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        X = self._rows(X)
         mean, variance = self._core.predict_mean_variance(X)
         if return_std:
             return mean, np.sqrt(variance)
@@ -313,8 +281,7 @@ class SMCTreeRegressor(_SMCCommon, RegressorMixin, BaseEstimator):
     def log_predictive(self, X, y):
         """log p(y_i | x_i) of each row under the posterior predictive mixture (a log
         density, nats); its mean is the test log-likelihood."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=_FLOATS, order="C", reset=False)
+        X = self._rows(X)
         y = np.ascontiguousarray(y, dtype=np.float64)
         if y.ndim != 1:
             raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
