@@ -19,6 +19,8 @@ mod api;
 mod backfit;
 mod cgm;
 mod decode;
+#[cfg(test)]
+mod geweke;
 mod growprune;
 mod kernel;
 mod local;
