@@ -524,9 +524,9 @@ mod kernel;
 mod regressor;
 mod smc;
 
-/// What `load_any` returns: the kind ("classifier", "regressor", "polya", "bart-classifier"
-/// or "bart-regressor"), the core, the label value of each class (CLI files) and the
-/// feature names (CLI files of named data).
+/// What `load_any` returns: the kind ("classifier", "regressor", "polya", "bart-classifier",
+/// "bart-regressor", "smc-classifier" or "smc-regressor"), the core, the label value of
+/// each class (CLI files) and the feature names (CLI files of named data).
 type Loaded = (&'static str, Py<PyAny>, Option<Vec<i64>>, Vec<String>);
 
 /// A failure to read the model file at `path` as the Python exception: an I/O failure
@@ -544,10 +544,10 @@ fn read_err(path: &std::path::Path) -> impl Fn(MondrianError) -> PyErr + '_ {
 /// kind (≤ 255).
 const HEADER_MAX: u64 = 8 + 4 + 1 + 255;
 
-/// A model file of one of the Bayesian kinds `AnyModel` does not know (BART):
+/// A model file of one of the Bayesian kinds `AnyModel` does not know (BART, SMC trees):
 /// None when `path` holds another kind (or none).
 fn load_bayes(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Loaded>> {
-    use mondrian::bayes::{BartClassifier, BartRegressor};
+    use mondrian::bayes::{BartClassifier, BartRegressor, SmcTreeClassifier, SmcTreeRegressor};
     use mondrian::Persistent;
     use std::io::Read;
     /// The core `wrap` makes around the model in the file.
@@ -572,6 +572,14 @@ fn load_bayes(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Loaded>
         Some(BartClassifier::KIND) => (
             "bart-classifier",
             core(py, path, bart::BartClassifierCore::wrap)?,
+        ),
+        Some(SmcTreeRegressor::KIND) => (
+            "smc-regressor",
+            core(py, path, smc::SmcRegressorCore::wrap)?,
+        ),
+        Some(SmcTreeClassifier::KIND) => (
+            "smc-classifier",
+            core(py, path, smc::SmcClassifierCore::wrap)?,
         ),
         _ => return Ok(None),
     };

@@ -10,7 +10,7 @@ use mondrian::bayes::{
 };
 use mondrian::{MondrianError, Persistent};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -114,6 +114,85 @@ macro_rules! smc_new {
     };
 }
 
+/// The Python spelling of each setting's value in the library's `Debug` form.
+const SPELLINGS: [(&str, &str); 10] = [
+    ("Prior", "prior"),
+    ("Empirical", "empirical"),
+    ("Optimal", "optimal"),
+    ("NodeBreadthFirst", "breadth_first"),
+    ("NodeMinMarginal", "min_marginal"),
+    ("LayerWise", "layer_wise"),
+    ("Multinomial", "multinomial"),
+    ("Systematic", "systematic"),
+    ("Equal", "equal"),
+    ("Evidence", "evidence"),
+];
+
+/// The start of a model's `Debug` form, up to its fitted part (which is not formatted).
+struct Head(String);
+
+impl std::fmt::Write for Head {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.push_str(s);
+        match self.0.contains("fitted:") {
+            true => Err(std::fmt::Error),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The parameters of an SMC model under the Python constructors' names (`random_state`
+/// the seed, `n_threads` as the library has it), for an estimator made around a loaded
+/// core. The library keeps an SMC model's parameters private, so they are read from the
+/// model's `Debug` form, field by field: `keys` are (field, Python name) pairs, and a
+/// field missing from the form is a `ValueError`.
+fn params_dict<'py>(
+    py: Python<'py>,
+    model: &impl std::fmt::Debug,
+    keys: &[(&str, &str)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut head = Head(String::new());
+    let _ = std::fmt::Write::write_fmt(&mut head, format_args!("{model:?}"));
+    let d = PyDict::new(py);
+    for &(field, name) in keys {
+        let value = head
+            .0
+            .split_once(&format!(" {field}: "))
+            .map(|(_, rest)| rest.split([',', ' ', ')']).next().unwrap_or(""))
+            .ok_or_else(|| PyValueError::new_err(format!("the model has no `{field}`")))?;
+        let spelled = SPELLINGS.iter().find(|(debug, _)| *debug == value);
+        match (spelled, value) {
+            (Some((_, python)), _) => d.set_item(name, python)?,
+            (None, "None") => d.set_item(name, py.None())?,
+            (None, v) => match v.strip_prefix("Some(").unwrap_or(v).parse::<u64>() {
+                Ok(n) => d.set_item(name, n)?,
+                Err(_) => d.set_item(
+                    name,
+                    v.parse::<f64>()
+                        .map_err(|e| PyValueError::new_err(format!("`{field}` is {v}: {e}")))?,
+                )?,
+            },
+        }
+    }
+    Ok(d)
+}
+
+/// The sampler's settings in `params_dict`'s terms, which both models have.
+const SMC_KEYS: [(&str, &str); 12] = [
+    ("particles", "n_particles"),
+    ("islands", "n_islands"),
+    ("proposal", "proposal"),
+    ("expansion", "expansion"),
+    ("alpha_s", "alpha_split"),
+    ("beta_s", "beta_split"),
+    ("min_samples", "min_samples_split"),
+    ("ess_threshold", "ess_threshold"),
+    ("resampler", "resampler"),
+    ("island_weighting", "island_weighting"),
+    ("seed", "random_state"),
+    ("n_threads", "n_threads"),
+];
+
 /// The weighted trees' shape as a dict: distinct trees, their effective number
 /// (1/Σw²), the posterior mean of the leaves and of the depth, whether a run was cut short.
 fn posterior_summary<'py, S: Send + Sync>(
@@ -155,10 +234,11 @@ fn values(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
 }
 
 /// The methods both SMC cores share: the log predictive, the evidence, the posterior
-/// summary, and (through `batch_methods!`) fitting, the width, files and pickling. `$target` is the
+/// summary, the parameters (`$keys` those besides the sampler's, see `params_dict`), and
+/// (through `batch_methods!`) fitting, the width, files and pickling. `$target` is the
 /// numpy element type of `y` and `$convert` turns it into the library's.
 macro_rules! smc_methods {
-    ($core:ident, $model:ty, $target:ty, $convert:ident) => {
+    ($core:ident, $model:ty, $target:ty, $convert:ident, $keys:expr) => {
         #[pymethods]
         impl $core {
             /// log p(y_i | x_i) of each row under the posterior predictive.
@@ -182,6 +262,11 @@ macro_rules! smc_methods {
             /// The posterior's shape (see `posterior_summary`).
             fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
                 posterior_summary(py, self.inner.posterior().map_err(py_err)?)
+            }
+
+            /// The constructor's parameters (see `params_dict`).
+            fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                params_dict(py, &self.inner, &[&SMC_KEYS[..], $keys].concat())
             }
         }
 
@@ -244,7 +329,13 @@ impl SmcClassifierCore {
     }
 }
 
-smc_methods!(SmcClassifierCore, SmcTreeClassifier, i64, labels);
+smc_methods!(
+    SmcClassifierCore,
+    SmcTreeClassifier,
+    i64,
+    labels,
+    &[("alpha", "alpha"), ("n_classes", "n_classes")]
+);
 
 /// Predictive means and variances.
 type MeanVariance<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
@@ -275,4 +366,4 @@ impl SmcRegressorCore {
     }
 }
 
-smc_methods!(SmcRegressorCore, SmcTreeRegressor, f64, values);
+smc_methods!(SmcRegressorCore, SmcTreeRegressor, f64, values, &[]);

@@ -152,3 +152,41 @@ def test_what_is_not_a_model_is_refused_clearly(tmp_path):
         mondrian_ml.load(cut)
     with pytest.raises(OSError):
         mondrian_ml.load(tmp_path / "missing.bin")
+
+
+def test_smc_tree_files_load_as_the_estimators(tmp_path):
+    from mondrian_ml import SMCTreeClassifier, SMCTreeRegressor
+
+    X, y, t = _data(n=120, seed=3)
+    Xt = _data(n=40, seed=4)[0]
+    clf = SMCTreeClassifier(
+        n_particles=30, n_islands=2, proposal="empirical", expansion="min_marginal",
+        alpha_split=0.9, beta_split=0.75, min_samples_split=3, alpha=2.5, ess_threshold=0.3,
+        resampler="systematic", island_weighting="evidence", random_state=7,
+    ).fit(X, y)
+    clf.save(tmp_path / "smc-c.bin")
+    back = mondrian_ml.load(tmp_path / "smc-c.bin")
+    assert isinstance(back, SMCTreeClassifier) and back.n_features_in_ == 3
+    # The library's format keeps class indices, not label values.
+    np.testing.assert_array_equal(back.classes_, [0, 1])
+    np.testing.assert_array_equal(back.predict_proba(Xt), clf.predict_proba(Xt))
+    np.testing.assert_array_equal(back.predict(Xt), (clf.predict(Xt) == 7).astype(int))
+    assert back.log_evidence_ == clf.log_evidence_
+    params, given = back.get_params(), clf.get_params()
+    params.pop("n_jobs"), given.pop("n_jobs")
+    assert params == given
+    # It clones and refits like any estimator.
+    np.testing.assert_array_equal(
+        clone(back).fit(X, y).predict_proba(Xt), clone(clf).fit(X, y).predict_proba(Xt)
+    )
+
+    reg = SMCTreeRegressor(n_particles=25, proposal="optimal", random_state=1).fit(X, t)
+    reg.save(str(tmp_path / "smc-r.bin"))
+    back = mondrian_ml.load(str(tmp_path / "smc-r.bin"))
+    assert isinstance(back, SMCTreeRegressor) and back.n_features_in_ == 3
+    for a, b in zip(back.predict(Xt, return_std=True), reg.predict(Xt, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(back.log_predictive(Xt, Xt[:, 0]), reg.log_predictive(Xt, Xt[:, 0]))
+    params, given = back.get_params(), reg.get_params()
+    params.pop("n_jobs"), given.pop("n_jobs")
+    assert params == given

@@ -9,6 +9,7 @@ from ._classifier import MondrianForestClassifier
 from ._core import load_any
 from ._polya import MondrianPolyaForest
 from ._regressor import MondrianForestRegressor
+from ._smc import SMCTreeClassifier, SMCTreeRegressor
 
 
 def load(path):
@@ -23,7 +24,10 @@ def load(path):
       (an array is taken as is, with scikit-learn's warning);
     - a file of :meth:`BARTRegressor.save` / :meth:`BARTClassifier.save` or of the Rust
       ``BartRegressor::save`` / ``BartClassifier::save``: the BART estimator, the
-      classifier with ``classes_`` 0 and 1.
+      classifier with ``classes_`` 0 and 1;
+    - a file of :meth:`SMCTreeClassifier.save` / :meth:`SMCTreeRegressor.save` or of the
+      Rust ``SmcTreeClassifier::save`` / ``SmcTreeRegressor::save``: the SMC tree
+      estimator, the classifier with ``classes_`` 0 to K − 1.
 
     The estimator's parameters are the model's (``n_jobs`` from its thread count); it
     predicts at once, and a forest can go on learning (``partial_fit``, ``learn_one``,
@@ -42,6 +46,8 @@ def load(path):
     bayes = {
         "bart-regressor": BARTRegressor,
         "bart-classifier": BARTClassifier,
+        "smc-regressor": SMCTreeRegressor,
+        "smc-classifier": SMCTreeClassifier,
     }
     if kind in bayes:
         return bayes[kind]._from_core(core, classes, names)

@@ -96,8 +96,9 @@ class _SMCCommon(_BayesCommon):
 
     def save(self, path):
         """Saves the fitted model in the library's file format (the Rust
-        ``SmcTreeClassifier::save`` / ``SmcTreeRegressor::save``). Class labels are not part
-        of that format; use pickle to keep the whole estimator."""
+        ``SmcTreeClassifier::save`` / ``SmcTreeRegressor::save``), which
+        :func:`mondrian_ml.load` reads back. Class labels are not part of that format
+        (``load`` gives classes 0 to K − 1); use pickle to keep the whole estimator."""
         check_is_fitted(self)
         self._core.save(os.fspath(path))
 
