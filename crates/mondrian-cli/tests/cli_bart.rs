@@ -225,6 +225,16 @@ fn every_sampler_runs_and_the_prior_flags_reach_the_model() {
     // A single tree finds the step: two leaves or a few more.
     assert!(number(&one, "rmse") < 0.2, "{one}");
     assert!(number(&one, "mean_leaves") >= 2.0, "{one}");
+    // The reference code's σ² prior (A11) is another chain on the same data.
+    let refcode = eval_json(
+        &train,
+        &test,
+        &[&short[..], &["--noise-prior", "refcode"]].concat(),
+    );
+    assert_eq!(refcode["noise_prior"], "refcode");
+    assert_eq!(pg["noise_prior"], "chipman");
+    assert!(number(&refcode, "rmse") < 0.5, "{refcode}");
+    assert_ne!(number(&refcode, "sigma"), number(&pg, "sigma"));
 }
 
 fn out_f64(out: &serde_json::Value, key: &str) -> f64 {

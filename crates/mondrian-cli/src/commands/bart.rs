@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
 use mondrian::bayes::{
-    bart::Traces, BartClassifier, BartParams, BartRegressor, PgInit, SigmaHat, TreeOrder,
-    TreeSampler,
+    bart::Traces, BartClassifier, BartParams, BartRegressor, NoisePrior, PgInit, SigmaHat,
+    TreeOrder, TreeSampler,
 };
 use mondrian::MondrianError;
 use serde_json::json;
@@ -79,6 +79,15 @@ enum SigmaHatArg {
     Ols,
 }
 
+/// The σ² prior.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum NoisePriorArg {
+    /// σ² ~ IG(ν/2, νλ/2) (Chipman, George & McCulloch).
+    Chipman,
+    /// Gamma(ν, β) on 1/σ², as the thesis' reference code.
+    Refcode,
+}
+
 /// The order in which a sweep visits the trees.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TreeOrderArg {
@@ -145,6 +154,10 @@ struct EvalArgs {
     /// How σ̂ is computed (regression).
     #[arg(long, value_enum, default_value = "sd")]
     sigma_hat: SigmaHatArg,
+    /// The σ² prior (regression): Chipman et al.'s IG(ν/2, νλ/2), or the reference
+    /// code's Gamma(ν) on the precision; both put P(σ ≤ σ̂) = q.
+    #[arg(long, value_enum, default_value = "chipman")]
+    noise_prior: NoisePriorArg,
     /// The order in which a sweep visits the trees.
     #[arg(long, value_enum, default_value = "sequential")]
     tree_order: TreeOrderArg,
@@ -219,6 +232,10 @@ impl EvalArgs {
                 SigmaHatArg::Sd => SigmaHat::SampleSd,
                 SigmaHatArg::Ols => SigmaHat::OlsResidualSd,
             },
+            noise_prior: match self.noise_prior {
+                NoisePriorArg::Chipman => NoisePrior::ChipmanIg,
+                NoisePriorArg::Refcode => NoisePrior::RefCodeGamma,
+            },
             sampler,
             n_iter: self.iters,
             burn_in: self.burn_in,
@@ -257,6 +274,7 @@ impl EvalArgs {
             "nu": self.nu,
             "q": self.q,
             "sigma_hat": name(self.sigma_hat.to_possible_value()),
+            "noise_prior": name(self.noise_prior.to_possible_value()),
             "tree_order": name(self.tree_order.to_possible_value()),
             "seed": self.seed,
             "threads": self.threads,

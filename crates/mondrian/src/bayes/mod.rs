@@ -33,7 +33,8 @@ pub mod special;
 pub mod tree;
 
 pub use bart::{
-    BartClassifier, BartParams, BartRegressor, CgmMoves, PgInit, SigmaHat, TreeOrder, TreeSampler,
+    BartClassifier, BartParams, BartRegressor, CgmMoves, NoisePrior, PgInit, SigmaHat, TreeOrder,
+    TreeSampler,
 };
 pub use diagnostics::{effective_size, ess_per_second};
 pub use hypercube::{hypercube, Hypercube};

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kernel;
 use super::local::{leaves, Local, SumOfTrees};
-use super::params::{noise_prior, BartParams, TreeOrder};
+use super::params::{BartParams, NoisePrior, TreeOrder};
 use super::random::{inverse_gamma, log_normal_cdf, normal_above, standard_normal};
 use super::traces::Traces;
 use crate::bayes::likelihood::{Moments, NormalKnownVariance};
@@ -238,13 +238,22 @@ pub(crate) fn run_regression<R: Rng>(
     progress: Progress<'_>,
 ) -> Run {
     let n = y.len();
-    let prior = noise_prior(params.nu, params.q, sigma_hat);
+    let prior = params
+        .noise_prior
+        .shape_scale(params.nu, params.q, sigma_hat);
+    let init_sigma2 = match params.noise_prior {
+        NoisePrior::ChipmanIg => sigma_hat * sigma_hat,
+        NoisePrior::RefCodeGamma => {
+            let m = y.iter().sum::<f64>() / n as f64;
+            0.5 * y.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n as f64
+        }
+    };
     let mut chain = Chain::new(
         features,
         y,
         params,
         params.leaf_prior_variance(),
-        sigma_hat * sigma_hat,
+        init_sigma2,
         rng,
     );
     let mut traces = Traces {
@@ -347,7 +356,7 @@ mod tests {
     use statrs::distribution::{ContinuousCDF, InverseGamma};
 
     use super::*;
-    use crate::bayes::bart::params::{CgmMoves, PgInit, TreeSampler};
+    use crate::bayes::bart::params::{noise_prior, CgmMoves, PgInit, TreeSampler};
 
     fn data(n: usize, rng: &mut Xoshiro256PlusPlus) -> (Features, Vec<f64>) {
         let x: Vec<f64> = (0..3 * n).map(|_| rng.gen::<f64>()).collect();

@@ -35,7 +35,8 @@ pub use kernel::{step_tree, KernelOutcome};
 pub(crate) use local::Local;
 pub use local::{build_tree, TreeShape};
 pub use params::{
-    noise_prior, BartParams, CgmMoves, PgInit, SigmaHat, TreeOrder, TreeSampler, MAX_TREES,
+    noise_prior, BartParams, CgmMoves, NoisePrior, PgInit, SigmaHat, TreeOrder, TreeSampler,
+    MAX_TREES,
 };
 pub use random::normal_cdf;
 pub use traces::Traces;

@@ -121,6 +121,33 @@ pub enum PgInit {
     },
 }
 
+/// The prior on the noise variance σ² (spec §4.1, A11). Both satisfy P(σ ≤ σ̂) = q.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum NoisePrior {
+    /// Chipman et al.'s σ² ~ νλ/χ²_ν = IG(ν/2, νλ/2) ([REC]).
+    #[default]
+    ChipmanIg,
+    /// The reference code's: Gamma(shape ν, rate β) on the precision 1/σ², i.e.
+    /// σ² ~ IG(ν, β), with the chain's first leaf values drawn at σ² = var(y)/2 (its
+    /// starting precision 2/var(y)), for parity experiments.
+    RefCodeGamma,
+}
+
+impl NoisePrior {
+    /// (shape, scale) of the inverse-gamma law of σ² for ν, q and σ̂.
+    pub fn shape_scale(self, nu: f64, q: f64, sigma_hat: f64) -> (f64, f64) {
+        match self {
+            NoisePrior::ChipmanIg => noise_prior(nu, q, sigma_hat),
+            // P(σ² ≤ σ̂²) = P(Gamma(ν, 1) ≥ β/σ̂²) = q: β/σ̂² is the (1 − q)-quantile of
+            // Gamma(ν, 1), half the χ²_{2ν} one.
+            NoisePrior::RefCodeGamma => (
+                nu,
+                sigma_hat * sigma_hat * 0.5 * chi_square_quantile(1.0 - q, 2.0 * nu),
+            ),
+        }
+    }
+}
+
 /// The Markov kernel that updates one tree given its residual (§4.3 step 2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum TreeSampler {
@@ -215,6 +242,9 @@ pub struct BartParams {
     pub prior: CgmPrior,
     /// How σ̂ is computed.
     pub sigma_hat: SigmaHat,
+    /// The σ² prior (A11); files saved before this setting existed read as the default.
+    #[serde(default)]
+    pub noise_prior: NoisePrior,
     /// How split locations are stored (A18): the continuous draw ξ ([REC] default), or
     /// the midpoint of the training gap that contains it (the reference code, which made
     /// Tables 4.1–4.5). Training partitions have the same law; only test points inside a
@@ -248,6 +278,7 @@ impl Default for BartParams {
                 min_samples: None,
             },
             sigma_hat: SigmaHat::SampleSd,
+            noise_prior: NoisePrior::ChipmanIg,
             split_value: SplitValue::Continuous,
             sampler: TreeSampler::default(),
             n_iter: 2000,
@@ -333,6 +364,21 @@ pub fn noise_prior(nu: f64, q: f64, sigma_hat: f64) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::bayes::special::regularized_gamma_p;
+
+    #[test]
+    fn the_reference_code_prior_has_the_same_quantile() {
+        // A11: IG(ν, β) on σ² with P(σ² ≤ σ̂²) = q; the default is Chipman's.
+        for (nu, q, s) in [(3.0, 0.9, 1.0), (3.0, 0.9, 0.37), (10.0, 0.75, 2.5)] {
+            let (shape, scale) = NoisePrior::RefCodeGamma.shape_scale(nu, q, s);
+            assert_eq!(shape, nu);
+            let p = 1.0 - regularized_gamma_p(shape, scale / (s * s));
+            assert!((p - q).abs() < 1e-9, "{nu} {q} {s}: {p}");
+            assert_eq!(
+                NoisePrior::ChipmanIg.shape_scale(nu, q, s),
+                noise_prior(nu, q, s)
+            );
+        }
+    }
 
     #[test]
     fn calibration_matches_t14() {
