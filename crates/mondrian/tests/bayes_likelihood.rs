@@ -281,22 +281,20 @@ fn batch_statistics_equal_one_at_a_time() {
 
 #[test]
 fn split_statistics_equal_one_at_a_time() {
-    // `split_rows` (one pass, sums shifted by the parent's mean) against Welford on each
-    // side. Shifted sums lose about n·ε·(1 + (ȳ − c)²/var) of m2 relative: with the
-    // parent's own mean that is ~1e-13 here; with a stale centre 0 for data at 1e6 ± 1
-    // it would be everything, so the centre used is tested at both: 1e6 (the parent) and
-    // 1e3 away from it at spread ~50 (an older residual's mean), (ȳ − c)²/var ≈ 800, so
-    // the bound is 800·500·2.2e-16 ≈ 1e-10; 1e-8 leaves room for the sum's rounding.
-    for (offset, centre_offset, tol) in [(1e6, 0.0, 1e-10), (1e3, -1e3, 1e-8)] {
+    // `split_rows` (one pass, sums shifted by the first row's target) against Welford on
+    // each side. Shifted sums lose about n·ε·(1 + (ȳ − c)²/var) of m2 relative; with c a
+    // target of the same rows, (ȳ − c)² ≤ range² = 4·var·(range²/4var) ≈ 8·var for
+    // these cosines, so 500·2.2e-16·9 ≈ 1e-12 at any offset; 1e-10 leaves room.
+    for offset in [0.0, 1e3, 1e6] {
         let y: Vec<f64> = (0..301)
             .map(|i| (i as f64 * 1.37).cos() * 50.0 + offset)
             .collect();
         let rows: Vec<u32> = (0..500).map(|i| (i * 37 % 301) as u32).collect();
-        let centre: Vec<f64> = y.iter().map(|v| v + centre_offset).collect();
-        let parent = moments(&centre);
+        // The parent's statistics are a reference point only: a stale one must not matter.
+        let stale = moments(&[-7.0, 3.0]);
         let goes_left = |r: u32| (r as f64 * 0.7).sin() < 0.2;
         let (mut left, mut right) = (vec![7u32], Vec::new());
-        let (l, r) = parent.split_rows(
+        let (l, r) = stale.split_rows(
             Moments::default(),
             &y,
             &rows,
@@ -312,10 +310,27 @@ fn split_statistics_equal_one_at_a_time() {
         for (got, want) in [(l, &want_left), (r, &want_right)] {
             let one = moments(&want.iter().map(|&r| y[r as usize]).collect::<Vec<_>>());
             assert_eq!(got.n(), one.n());
-            assert!((got.mean() - one.mean()).abs() < 1e-12 * one.mean().abs());
-            assert!((got.m2() - one.m2()).abs() < tol * one.m2());
+            assert!((got.mean() - one.mean()).abs() <= 1e-12 * one.mean().abs().max(50.0));
+            assert!((got.m2() - one.m2()).abs() < 1e-10 * one.m2());
         }
     }
+    // Rows whose targets are all equal to the first row's: that value as the mean,
+    // exactly, and m2 = 0 (the saved-model check of a split relies on zero means adding
+    // up exactly); the other side to rounding.
+    let y = [0.0, 0.0, 0.1, 0.0, 0.1, 0.1, 0.1];
+    let rows: Vec<u32> = (0..7).collect();
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    let (l, r) = Moments::default().split_rows(
+        Moments::default(),
+        &y,
+        &rows,
+        |r| y[r as usize] == 0.0,
+        &mut left,
+        &mut right,
+    );
+    assert_eq!((l.n(), l.mean(), l.m2()), (3, 0.0, 0.0));
+    assert_eq!(r.n(), 4);
+    assert!((r.mean() - 0.1).abs() < 1e-16 && r.m2() < 1e-30);
     // The default (comparison, then each side's statistics) on class counts.
     let model = DirichletMultinomial::new(1.0, 3).unwrap();
     let labels: Vec<usize> = (0..40).map(|i| i % 3).collect();

@@ -35,9 +35,9 @@ pub trait SufficientStats<Y>: Clone + Debug + Send + Sync {
         }
     }
     /// Sends each of `rows` to `left` or `right` by `goes_left` and returns the
-    /// statistics of both sides, starting from `empty`. `self` summarises some set near
-    /// `rows` (the parent node's targets, possibly under an older residual): an
-    /// implementation may use it as a reference point, never as data.
+    /// statistics of both sides, starting from `empty`. `self` summarises the parent
+    /// node's targets, possibly under an older residual: an implementation may use it as
+    /// a reference point, never as data.
     fn split_rows(
         &self,
         empty: Self,
@@ -333,9 +333,8 @@ impl SufficientStats<f64> for Moments {
         self.merge(&Moments::from_shifted_sums(rows.len(), shift, s, q));
     }
     /// One pass over the rows for the comparison and both sides' sums, shifted by the
-    /// parent's mean, without a branch on the comparison: each row is written to both
-    /// buffers and only one side's end advances; the right side's sums are the total's
-    /// less the left's.
+    /// first row's target as in [`add_rows`](Self::add_rows) (so rows whose targets are
+    /// all equal get that value as their mean exactly).
     fn split_rows(
         &self,
         _empty: Self,
@@ -345,7 +344,7 @@ impl SufficientStats<f64> for Moments {
         left: &mut Vec<u32>,
         right: &mut Vec<u32>,
     ) -> (Self, Self) {
-        let shift = if self.n > 0 { self.mean } else { 0.0 };
+        let shift = rows.first().map_or(0.0, |&r| targets[r as usize]);
         let (n_left0, n_right0) = (left.len(), right.len());
         let (mut sl, mut ql, mut sr, mut qr) = (0.0, 0.0, 0.0, 0.0);
         for &r in rows {
