@@ -8,9 +8,10 @@ use mondrian::bayes::{
     CgmPrior, Expansion, IslandWeighting, Proposal, RegressionLeaf, Resampler, SmcClassifierParams,
     SmcParams, SmcPosterior, SmcRegressorParams, SmcTreeClassifier, SmcTreeRegressor,
 };
+use mondrian::model::Model;
 use mondrian::{MondrianError, Persistent};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -114,84 +115,42 @@ macro_rules! smc_new {
     };
 }
 
-/// The Python spelling of each setting's value in the library's `Debug` form.
-const SPELLINGS: [(&str, &str); 10] = [
-    ("Prior", "prior"),
-    ("Empirical", "empirical"),
-    ("Optimal", "optimal"),
-    ("NodeBreadthFirst", "breadth_first"),
-    ("NodeMinMarginal", "min_marginal"),
-    ("LayerWise", "layer_wise"),
-    ("Multinomial", "multinomial"),
-    ("Systematic", "systematic"),
-    ("Equal", "equal"),
-    ("Evidence", "evidence"),
-];
-
-/// The start of a model's `Debug` form, up to its fitted part (which is not formatted).
-struct Head(String);
-
-impl std::fmt::Write for Head {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.push_str(s);
-        match self.0.contains("fitted:") {
-            true => Err(std::fmt::Error),
-            false => Ok(()),
-        }
-    }
-}
-
-/// The parameters of an SMC model under the Python constructors' names (`random_state`
-/// the seed, `n_threads` as the library has it), for an estimator made around a loaded
-/// core. The library keeps an SMC model's parameters private, so they are read from the
-/// model's `Debug` form, field by field: `keys` are (field, Python name) pairs, and a
-/// field missing from the form is a `ValueError`.
-fn params_dict<'py>(
-    py: Python<'py>,
-    model: &impl std::fmt::Debug,
-    keys: &[(&str, &str)],
-) -> PyResult<Bound<'py, PyDict>> {
-    let mut head = Head(String::new());
-    let _ = std::fmt::Write::write_fmt(&mut head, format_args!("{model:?}"));
+/// The sampler's parameters under the Python constructors' names (`random_state` the
+/// seed, `n_threads` as the library has it), for an estimator made around a loaded core.
+fn smc_dict<'py>(py: Python<'py>, p: &SmcParams) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    for &(field, name) in keys {
-        let value = head
-            .0
-            .split_once(&format!(" {field}: "))
-            .map(|(_, rest)| rest.split([',', ' ', ')']).next().unwrap_or(""))
-            .ok_or_else(|| PyValueError::new_err(format!("the model has no `{field}`")))?;
-        let spelled = SPELLINGS.iter().find(|(debug, _)| *debug == value);
-        match (spelled, value) {
-            (Some((_, python)), _) => d.set_item(name, python)?,
-            (None, "None") => d.set_item(name, py.None())?,
-            (None, v) => match v.strip_prefix("Some(").unwrap_or(v).parse::<u64>() {
-                Ok(n) => d.set_item(name, n)?,
-                Err(_) => d.set_item(
-                    name,
-                    v.parse::<f64>()
-                        .map_err(|e| PyValueError::new_err(format!("`{field}` is {v}: {e}")))?,
-                )?,
-            },
-        }
-    }
+    d.set_item("n_particles", p.particles)?;
+    d.set_item("n_islands", p.islands)?;
+    let proposal = match p.proposal {
+        Proposal::Prior => "prior",
+        Proposal::Empirical => "empirical",
+        Proposal::Optimal => "optimal",
+    };
+    d.set_item("proposal", proposal)?;
+    let expansion = match p.expansion {
+        Expansion::NodeBreadthFirst => "breadth_first",
+        Expansion::NodeMinMarginal => "min_marginal",
+        Expansion::LayerWise => "layer_wise",
+    };
+    d.set_item("expansion", expansion)?;
+    d.set_item("alpha_split", p.prior.alpha_s)?;
+    d.set_item("beta_split", p.prior.beta_s)?;
+    d.set_item("min_samples_split", p.prior.min_samples)?;
+    d.set_item("ess_threshold", p.ess_threshold)?;
+    let resampler = match p.resampler {
+        Resampler::Multinomial => "multinomial",
+        Resampler::Systematic => "systematic",
+    };
+    d.set_item("resampler", resampler)?;
+    let weighting = match p.island_weighting {
+        IslandWeighting::Equal => "equal",
+        IslandWeighting::Evidence => "evidence",
+    };
+    d.set_item("island_weighting", weighting)?;
+    d.set_item("random_state", p.seed)?;
+    d.set_item("n_threads", p.n_threads)?;
     Ok(d)
 }
-
-/// The sampler's settings in `params_dict`'s terms, which both models have.
-const SMC_KEYS: [(&str, &str); 12] = [
-    ("particles", "n_particles"),
-    ("islands", "n_islands"),
-    ("proposal", "proposal"),
-    ("expansion", "expansion"),
-    ("alpha_s", "alpha_split"),
-    ("beta_s", "beta_split"),
-    ("min_samples", "min_samples_split"),
-    ("ess_threshold", "ess_threshold"),
-    ("resampler", "resampler"),
-    ("island_weighting", "island_weighting"),
-    ("seed", "random_state"),
-    ("n_threads", "n_threads"),
-];
 
 /// The weighted trees' shape as a dict: distinct trees, their effective number
 /// (1/Σw²), the posterior mean of the leaves and of the depth, whether a run was cut short.
@@ -234,11 +193,11 @@ fn values(y: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
 }
 
 /// The methods both SMC cores share: the log predictive, the evidence, the posterior
-/// summary, the parameters (`$keys` those besides the sampler's, see `params_dict`), and
+/// summary, the parameters (`$extra` adds the model's own to the sampler's), and
 /// (through `batch_methods!`) fitting, the width, files and pickling. `$target` is the
 /// numpy element type of `y` and `$convert` turns it into the library's.
 macro_rules! smc_methods {
-    ($core:ident, $model:ty, $target:ty, $convert:ident, $keys:expr) => {
+    ($core:ident, $model:ty, $target:ty, $convert:ident, $extra:expr) => {
         #[pymethods]
         impl $core {
             /// log p(y_i | x_i) of each row under the posterior predictive.
@@ -264,9 +223,12 @@ macro_rules! smc_methods {
                 posterior_summary(py, self.inner.posterior().map_err(py_err)?)
             }
 
-            /// The constructor's parameters (see `params_dict`).
+            /// The constructor's parameters (see `smc_dict`).
             fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-                params_dict(py, &self.inner, &[&SMC_KEYS[..], $keys].concat())
+                let p = self.inner.params();
+                let d = smc_dict(py, &p.smc)?;
+                $extra(&d, p)?;
+                Ok(d)
             }
         }
 
@@ -334,7 +296,10 @@ smc_methods!(
     SmcTreeClassifier,
     i64,
     labels,
-    &[("alpha", "alpha"), ("n_classes", "n_classes")]
+    |d: &Bound<'_, PyDict>, p: &SmcClassifierParams| -> PyResult<()> {
+        d.set_item("alpha", p.alpha)?;
+        d.set_item("n_classes", p.n_classes)
+    }
 );
 
 /// Predictive means and variances.
@@ -366,4 +331,10 @@ impl SmcRegressorCore {
     }
 }
 
-smc_methods!(SmcRegressorCore, SmcTreeRegressor, f64, values, &[]);
+smc_methods!(
+    SmcRegressorCore,
+    SmcTreeRegressor,
+    f64,
+    values,
+    |_: &Bound<'_, PyDict>, _: &SmcRegressorParams| -> PyResult<()> { Ok(()) }
+);
