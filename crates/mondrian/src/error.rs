@@ -161,6 +161,10 @@ pub enum MondrianError {
         /// The forest being grown, in words.
         what: String,
     },
+    /// Shards of a forest (or their partial predictions) that do not make up one forest:
+    /// different parameters or points, overlapping or missing tree ranges, no shards.
+    #[error("the shards do not make up one forest: {0}")]
+    ShardMismatch(String),
     /// An I/O failure while saving or loading.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

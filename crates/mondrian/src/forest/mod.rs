@@ -13,6 +13,7 @@
 //! | `pool.rs`, `helpers.rs` | the thread pool and the stream helpers |
 //! | `relevance.rs` | relevance feature weights, generic over the models |
 //! | `weights.rs` | sample weights and bagging: how many copies of a row each tree takes |
+//! | `shard.rs` | tree-parallel shards: a forest's trees in ranges, split and merged |
 //! | `classifier.rs`, `regressor.rs` | the models: parameters, statistics, prediction |
 
 #[cfg(feature = "experimental")]
@@ -24,16 +25,18 @@ mod helpers;
 mod pool;
 mod regressor;
 mod relevance;
+mod shard;
 mod store;
 pub(crate) mod weights;
 
-pub use classifier::{ClassifierParams, MondrianForestClassifier};
+pub use classifier::{ClassifierParams, MondrianForestClassifier, ProbaSum};
 pub use density::{
     Evaluation, Explanation, LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaParams, PolyaVariant,
     RowScore, Step, TreeExplanation, SCALE_FROM_FEATURES,
 };
 pub use regressor::{
-    Calibration, MondrianForestRegressor, RegressionPrediction, RegressorParams, CV_MAX_TREES,
+    Calibration, MondrianForestRegressor, RegressionPrediction, RegressionSums, RegressorParams,
+    CV_MAX_TREES,
 };
 
 pub(crate) use pool::Pool;
@@ -41,6 +44,7 @@ pub(crate) use relevance::{
     cv_folds, initial_weights, learn_feature_weights, learn_relevance, made_a_split, pilot_seed,
     shares, split_relevance, split_rows, split_weights, weighted_pits, HeldOut, Initial, Weighed,
 };
+pub(crate) use shard::{check_same, TreeRange};
 pub(crate) use store::PointStore;
 pub use weights::{
     check_sample_weights, multiplicity, poisson_count, poisson_weight, MAX_SAMPLE_WEIGHT,
@@ -72,6 +76,11 @@ pub(crate) struct Forest<S: NodeStatistics> {
     pub(crate) trees: Vec<TreeUnit<S>>,
     #[serde(skip)]
     pub(crate) pool: Pool,
+    /// The trees this forest holds when it is a shard of a larger one (`None`: all of
+    /// them). Not in the derived encoding, so a full forest's bytes are as before; a
+    /// model saves a shard's range beside it ([`shard`]).
+    #[serde(skip)]
+    pub(crate) range: Option<TreeRange>,
     /// Told how far each training pass over the trees has got.
     #[serde(skip)]
     pub(crate) progress: Option<Progress>,
@@ -136,11 +145,13 @@ where
             store: PointStore::new(),
             trees: Vec::new(),
             pool: Pool::new(n_threads),
+            range: None,
             progress: None,
         }
     }
 
-    /// `n_trees` empty trees over the store's width, tree t seeded by (seed, t).
+    /// `n_trees` empty trees over the store's width, tree t seeded by (seed, t); a shard
+    /// plants only the trees of its range, each seeded by its index in the whole forest.
     pub(crate) fn plant(
         &mut self,
         n_trees: usize,
@@ -150,7 +161,8 @@ where
         stats: impl Fn() -> S,
     ) {
         let d = self.store.n_features.unwrap_or(0);
-        self.trees = new_trees(n_trees, d, lifetime, pause, seed, stats);
+        let range = self.tree_range(n_trees);
+        self.trees = new_trees(range, d, lifetime, pause, seed, stats);
     }
 
     /// Takes scaled rows (row-major) with their targets and sample weights (`None`: all 1)
@@ -216,7 +228,7 @@ where
                 leaving,
                 arriving,
                 held,
-                first_tree: 0,
+                first_tree: self.range.map_or(0, |r| r.first),
                 weights: self.store.weights(),
             },
             growth,
@@ -331,7 +343,8 @@ where
     ) -> Result<()> {
         self.store.check()?;
         let d = self.store.n_features.unwrap_or(0);
-        if self.trees.len() != self.store.n_features.map_or(0, |_| n_trees) {
+        let count = self.tree_range(n_trees).len();
+        if self.trees.len() != self.store.n_features.map_or(0, |_| count) {
             return Err(MondrianError::CorruptModel(
                 "the tree count does not match the parameters".into(),
             ));
@@ -379,16 +392,17 @@ pub(crate) struct TreeUnit<S> {
     pub(crate) rng: Xoshiro256PlusPlus,
 }
 
-/// `n_trees` empty trees over `d` features, tree t seeded by (seed, t).
+/// Empty trees over `d` features for the forest's trees `range`, tree t seeded by
+/// (seed, t).
 fn new_trees<S>(
-    n_trees: usize,
+    range: std::ops::Range<usize>,
     d: usize,
     lifetime: f64,
     pause: PauseRule,
     seed: u64,
     stats: impl Fn() -> S,
 ) -> Vec<TreeUnit<S>> {
-    (0..n_trees)
+    range
         .map(|t| TreeUnit {
             tree: MondrianTree::new(d, lifetime, pause),
             stats: stats(),

@@ -1,8 +1,10 @@
 //! `MondrianForestClassifier`: the online Mondrian forest of spec `mf-classification.md`.
 
 mod params;
+mod shard;
 
 pub use params::ClassifierParams;
+pub use shard::ProbaSum;
 
 use serde::{Deserialize, Serialize};
 
@@ -84,16 +86,6 @@ impl TryFrom<ClassifierState> for MondrianForestClassifier {
         };
         model.check_decoded()?;
         Ok(model)
-    }
-}
-
-impl crate::persist::Persistent for MondrianForestClassifier {
-    const KIND: &'static str = "mondrian-forest-classifier";
-    fn encoding(&self) -> crate::persist::Encoding {
-        match self.is_compact() {
-            true => crate::persist::Encoding::Deflate,
-            false => crate::persist::Encoding::Plain,
-        }
     }
 }
 
@@ -244,6 +236,7 @@ impl MondrianForestClassifier {
         }
         // Build into a fresh model so that a refused input leaves this one untouched.
         let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
+        fresh.forest.range = self.forest.range;
         let k = fresh.check_labels(y, rows.n_rows())?;
         fresh.check_memory(rows.n_rows(), n_features, k)?;
         if let Some(w) = weights {
@@ -313,6 +306,7 @@ impl MondrianForestClassifier {
         // Every check runs before the model changes: a refused batch leaves it untouched.
         let scaled = if self.forest.store.n_features.is_none() {
             let mut fresh = MondrianForestClassifier::new(self.params.clone())?;
+            fresh.forest.range = self.forest.range;
             fresh.initialise(&rows, k, y, weights)?;
             let scaled = fresh.forest.store.scale(&rows)?;
             fresh.forest.pool = std::mem::take(&mut self.forest.pool);
@@ -350,7 +344,8 @@ impl MondrianForestClassifier {
     /// memory budget or the machine ([`crate::memory`]).
     fn check_memory(&self, n_new: usize, n_features: usize, k: usize) -> Result<()> {
         let shape = crate::memory::ForestShape {
-            n_trees: self.params.n_trees,
+            // A shard grows only its own trees.
+            n_trees: self.forest.tree_range(self.params.n_trees).len(),
             n_points: n_new,
             n_features,
             stats_bytes_per_node: (k + 2) * 4,
@@ -440,10 +435,12 @@ impl MondrianForestClassifier {
     /// copies by (seed, t, id), so after a single `fit` the forest is the one a fit with
     /// the larger tree count would have given; after online training or forgetting, each
     /// new tree has the law of a tree batch-fitted on the points held (spec §2.6).
+    /// A shard refuses (its new trees would take the indices of the next shard's).
     pub fn add_trees(&mut self, n_more: usize) -> Result<()> {
         if self.forest.store.n_features.is_none() {
             return Err(MondrianError::NotFitted);
         }
+        shard::refuse_on_shard(self)?;
         let mut params = self.params.clone();
         params.n_trees = params.n_trees.saturating_add(n_more);
         params.validate()?;
@@ -528,6 +525,18 @@ impl MondrianForestClassifier {
     /// Class probabilities, row-major `n_rows × n_classes` (spec §4.4): the average over
     /// trees of each tree's predictive with branch-off. Any x ∈ R^D is allowed.
     pub fn predict_proba<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
+        self.proba_sums(x, n_features, false)
+    }
+
+    /// Class probabilities summed over the trees in tree order, each scaled by 1/(trees
+    /// held) and the sums capped at 1 (`predict_proba`), or, with `part`, each scaled by 1/M
+    /// (M the whole forest's trees) and not capped: a shard's part of the average.
+    fn proba_sums<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+        part: bool,
+    ) -> Result<Vec<f64>> {
         if self.forest.store.scaler.is_none() {
             return Err(MondrianError::NotFitted);
         }
@@ -541,7 +550,10 @@ impl MondrianForestClassifier {
         };
         let trees = &self.forest.trees;
         let features = self.forest.store.data().features;
-        let scale = 1.0 / trees.len() as f64;
+        let scale = match part {
+            true => 1.0 / self.params.n_trees as f64,
+            false => 1.0 / trees.len() as f64,
+        };
         let block = self
             .forest
             .pool
@@ -566,7 +578,9 @@ impl MondrianForestClassifier {
                     );
                 }
                 // The average of M probabilities near 1 may round above it.
-                out_block.iter_mut().for_each(|p| *p = p.min(1.0));
+                if !part {
+                    out_block.iter_mut().for_each(|p| *p = p.min(1.0));
+                }
             },
         );
         Ok(out)

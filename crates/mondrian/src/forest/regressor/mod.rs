@@ -4,9 +4,11 @@
 mod calibration;
 mod params;
 mod predict;
+mod shard;
 
 pub use params::{Calibration, RegressorParams, CV_MAX_TREES};
 pub use predict::RegressionPrediction;
+pub use shard::RegressionSums;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -100,15 +102,6 @@ impl TryFrom<RegressorState> for MondrianForestRegressor {
     }
 }
 
-impl crate::persist::Persistent for MondrianForestRegressor {
-    const KIND: &'static str = "mondrian-forest-regressor";
-    fn encoding(&self) -> crate::persist::Encoding {
-        match self.is_compact() {
-            true => crate::persist::Encoding::Deflate,
-            false => crate::persist::Encoding::Plain,
-        }
-    }
-}
 impl MondrianForestRegressor {
     /// An untrained forest.
     pub fn new(params: RegressorParams) -> Result<Self> {
@@ -304,7 +297,8 @@ impl MondrianForestRegressor {
             };
         }
         let shape = crate::memory::ForestShape {
-            n_trees: self.params.n_trees,
+            // A shard grows only its own trees.
+            n_trees: self.forest.tree_range(self.params.n_trees).len(),
             n_points: rows.n_rows(),
             n_features,
             stats_bytes_per_node: std::mem::size_of::<Moments>(),
@@ -338,7 +332,9 @@ impl MondrianForestRegressor {
         if let Some(store) = new_store {
             let pool = std::mem::take(&mut self.forest.pool);
             let progress = self.forest.progress.take();
+            let range = self.forest.range;
             self.forest = Forest::new(self.params.n_threads);
+            self.forest.range = range;
             self.forest.pool = pool;
             self.forest.progress = progress;
             self.forest.store = store;
@@ -454,10 +450,12 @@ impl MondrianForestRegressor {
     /// Grows `n_more` trees on the points the forest holds and adds them (warm start), as
     /// the classifier's [`add_trees`](crate::MondrianForestClassifier::add_trees); θ and
     /// the messages are then derived again. A calibration is kept as it was.
+    /// A shard refuses (its new trees would take the indices of the next shard's).
     pub fn add_trees(&mut self, n_more: usize) -> Result<()> {
         if self.forest.store.n_features.is_none() {
             return Err(MondrianError::NotFitted);
         }
+        shard::refuse_on_shard(self.is_shard())?;
         let mut params = self.params.clone();
         params.n_trees = params.n_trees.saturating_add(n_more);
         params.validate()?;

@@ -52,7 +52,7 @@ impl RegressionPrediction {
 impl MondrianForestRegressor {
     /// Runs `visit(row, tree components)` for every row of `x` and every tree, rows in
     /// parallel blocks; `init(i)` makes row i's accumulator.
-    fn per_row<T: FeatureValue, R: Send>(
+    pub(super) fn per_row<T: FeatureValue, R: Send>(
         &self,
         x: &[T],
         n_features: usize,

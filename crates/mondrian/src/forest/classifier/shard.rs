@@ -1,0 +1,267 @@
+//! Tree-parallel shards of the classifier (see `forest/shard.rs` for why shards grow the
+//! trees of the whole forest, and how state over all trees is handled): creation, split,
+//! merge, shard files, and class probabilities combined without merging.
+
+use std::io::{Read, Write};
+use std::ops::Range;
+
+use serde::Deserialize;
+
+use super::{ClassifierParams, ClassifierState, MondrianForestClassifier};
+use crate::data::FeatureValue;
+use crate::error::{MondrianError, Result};
+use crate::forest::shard::{mismatch, read_kind};
+use crate::forest::{check_same, Forest, TreeRange};
+use crate::persist::Persistent;
+use crate::stats::label::LabelCounts;
+
+/// The kind name of a classifier shard's file.
+const SHARD_KIND: &str = "mondrian-forest-classifier-shard";
+
+/// One shard's part of the class probabilities
+/// ([`predict_proba_sum`](MondrianForestClassifier::predict_proba_sum)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbaSum {
+    /// Global index of the shard's first tree.
+    pub first_tree: usize,
+    /// Trees in the shard.
+    pub n_shard_trees: usize,
+    /// Trees in the whole forest.
+    pub n_trees: usize,
+    /// Columns of `sums`.
+    pub n_classes: usize,
+    /// Per row (row-major `n_rows × n_classes`), the shard's part of the forest's average:
+    /// the sum over its trees, in tree order, of each tree's class probabilities divided
+    /// by `n_trees` (not capped at 1).
+    pub sums: Vec<f64>,
+}
+
+impl MondrianForestClassifier {
+    /// An untrained shard: the trees `first_tree..first_tree + n_shard_trees` of the forest
+    /// that `params` describe (`params.n_trees` is the whole forest's count). Trained on
+    /// the same rows as the other shards, with the same calls, the shards merge into the
+    /// forest one process would grow ([`merge`](Self::merge)).
+    pub fn new_shard(
+        params: ClassifierParams,
+        first_tree: usize,
+        n_shard_trees: usize,
+    ) -> Result<Self> {
+        let mut model = Self::new(params)?;
+        let n = model.params.n_trees;
+        model.forest.set_range(first_tree, n_shard_trees, n)?;
+        Ok(model)
+    }
+
+    /// Global indices of the trees this model holds (`0..n_trees` for a whole forest).
+    pub fn shard_range(&self) -> Range<usize> {
+        self.forest.tree_range(self.params.n_trees)
+    }
+
+    /// Whether this model holds only part of its forest's trees.
+    pub fn is_shard(&self) -> bool {
+        self.forest.is_shard()
+    }
+
+    /// Cuts this model (fitted or not, whole or itself a shard) into `k` shards of
+    /// contiguous tree ranges whose sizes differ by at most one, each with a copy of the
+    /// points: the inverse of [`merge`](Self::merge).
+    pub fn split(self, k: usize) -> Result<Vec<Self>> {
+        let n = self.params.n_trees;
+        let (params, n_classes) = (self.params, self.n_classes);
+        Ok(self
+            .forest
+            .split(k, n)?
+            .into_iter()
+            .map(|forest| MondrianForestClassifier {
+                params: params.clone(),
+                n_classes,
+                forest,
+            })
+            .collect())
+    }
+
+    /// One model from shards given in any order: their parameters (thread count and memory
+    /// budget aside), class counts and points must agree and their ranges tile a
+    /// contiguous range; with all the trees it is the whole forest, bit for bit.
+    pub fn merge(shards: Vec<Self>) -> Result<Self> {
+        if shards.is_empty() {
+            return Err(mismatch("no shards to merge"));
+        }
+        check_same(&shards, "parameters", |s| ClassifierParams {
+            n_threads: 0,
+            max_memory: None,
+            ..s.params.clone()
+        })?;
+        check_same(&shards, "class counts", |s| s.n_classes)?;
+        let (params, n_classes) = (shards[0].params.clone(), shards[0].n_classes);
+        let forests: Vec<Forest<LabelCounts>> = shards.into_iter().map(|s| s.forest).collect();
+        let forest = Forest::merge(forests, params.n_trees)?;
+        Ok(MondrianForestClassifier {
+            params,
+            n_classes,
+            forest,
+        })
+    }
+
+    /// This shard's part of [`predict_proba`](Self::predict_proba): per row, the sum of its
+    /// trees' class probabilities over the whole forest's tree count M, in tree order, as
+    /// `predict_proba` adds them; [`combine_proba`](Self::combine_proba) joins the parts.
+    pub fn predict_proba_sum<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<ProbaSum> {
+        let range = self.shard_range();
+        Ok(ProbaSum {
+            first_tree: range.start,
+            n_shard_trees: range.len(),
+            n_trees: self.params.n_trees,
+            n_classes: self.n_classes,
+            sums: self.proba_sums(x, n_features, true)?,
+        })
+    }
+
+    /// The whole forest's class probabilities from the parts of shards covering all its
+    /// trees (in any order): the parts summed in tree-range order, capped at 1. The merged
+    /// forest's `predict_proba` adds each tree's scaled probabilities one at a time in tree
+    /// order, so one part (the whole forest's) combines to it bit for bit; several parts
+    /// are summed first within each shard, which differs from it by rounding only
+    /// (relative error below M·ε, M the tree count).
+    pub fn combine_proba(mut parts: Vec<ProbaSum>) -> Result<Vec<f64>> {
+        parts.sort_by_key(|p| p.first_tree);
+        let Some(first) = parts.first() else {
+            return Err(mismatch("no shard predictions to combine"));
+        };
+        let (m, k, len) = (first.n_trees, first.n_classes, first.sums.len());
+        let mut end = 0;
+        let mut out = vec![0.0; len];
+        for p in &parts {
+            if (p.n_trees, p.n_classes, p.sums.len()) != (m, k, len) {
+                return Err(mismatch(
+                    "the predictions have different tree counts, class counts or rows",
+                ));
+            }
+            if p.first_tree != end {
+                return Err(mismatch(match p.first_tree < end {
+                    true => format!("tree ranges overlap at tree {}", p.first_tree),
+                    false => format!("trees {end}..{} are missing", p.first_tree),
+                }));
+            }
+            end += p.n_shard_trees;
+            out.iter_mut().zip(&p.sums).for_each(|(o, s)| *o += s);
+        }
+        if end != m {
+            return Err(mismatch(format!("trees {end}..{m} are missing")));
+        }
+        out.iter_mut().for_each(|p| *p = p.min(1.0));
+        Ok(out)
+    }
+}
+
+/// A whole forest saves as before; a shard saves under its own kind with its tree range
+/// (see `shard.rs`), and loading takes either.
+impl Persistent for MondrianForestClassifier {
+    const KIND: &'static str = "mondrian-forest-classifier";
+    fn encoding(&self) -> crate::persist::Encoding {
+        match self.is_compact() {
+            true => crate::persist::Encoding::Deflate,
+            false => crate::persist::Encoding::Plain,
+        }
+    }
+    fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
+        save_to(self, writer)
+    }
+    fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
+        load_from(reader, false)
+    }
+    fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        save_file(self, path.as_ref())
+    }
+    fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let file = std::fs::File::open(path)?;
+        load_from(std::io::BufReader::new(file), true)
+    }
+    fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        load_from(bytes, true)
+    }
+}
+
+/// Refuses what only a whole forest can do.
+pub(super) fn refuse_on_shard(model: &MondrianForestClassifier) -> Result<()> {
+    match model.is_shard() {
+        true => Err(MondrianError::InvalidParameter {
+            name: "n_more",
+            reason: "a shard cannot add trees (merge the shards first)".into(),
+        }),
+        false => Ok(()),
+    }
+}
+
+/// A shard's file: its range, then the model as a whole forest saves it.
+#[derive(Deserialize)]
+struct ShardFile {
+    first: u64,
+    count: u64,
+    state: ClassifierState,
+}
+
+pub(super) fn save_to<W: Write>(model: &MondrianForestClassifier, writer: W) -> Result<()> {
+    let encoding = model.encoding();
+    match model.forest.range {
+        None => {
+            crate::persist::save_encoded(model, MondrianForestClassifier::KIND, encoding, writer)
+        }
+        Some(r) => {
+            let file = (r.first as u64, r.count as u64, model);
+            crate::persist::save_encoded(&file, SHARD_KIND, encoding, writer)
+        }
+    }
+}
+
+pub(super) fn save_file(model: &MondrianForestClassifier, path: &std::path::Path) -> Result<()> {
+    let encoding = model.encoding();
+    match model.forest.range {
+        None => {
+            crate::persist::save_file_encoded(model, MondrianForestClassifier::KIND, encoding, path)
+        }
+        Some(r) => {
+            let file = (r.first as u64, r.count as u64, model);
+            crate::persist::save_file_encoded(&file, SHARD_KIND, encoding, path)
+        }
+    }
+}
+
+/// Loads a whole forest or a shard, by the kind in the file's header; `whole`: nothing may
+/// follow the model.
+pub(super) fn load_from<R: Read>(reader: R, whole: bool) -> Result<MondrianForestClassifier> {
+    let (kind, reader) = read_kind(reader)?;
+    if kind.as_deref() != Some(SHARD_KIND) {
+        let kind = MondrianForestClassifier::KIND;
+        return match whole {
+            true => crate::persist::load_whole(kind, reader),
+            false => crate::persist::load(kind, reader),
+        };
+    }
+    let file: ShardFile = match whole {
+        true => crate::persist::load_whole(SHARD_KIND, reader)?,
+        false => crate::persist::load(SHARD_KIND, reader)?,
+    };
+    let s = file.state;
+    let corrupt = |m: &str| MondrianError::CorruptModel(m.to_string());
+    let (first, count) = (
+        usize::try_from(file.first).map_err(|_| corrupt("bad shard range"))?,
+        usize::try_from(file.count).map_err(|_| corrupt("bad shard range"))?,
+    );
+    let range = TreeRange::new(first, count, s.params.n_trees)
+        .map_err(|_| corrupt("the shard's tree range does not fit its forest"))?;
+    let mut forest = s.forest;
+    forest.pool = crate::forest::Pool::new(s.params.n_threads);
+    forest.range = (count < s.params.n_trees).then_some(range);
+    let model = MondrianForestClassifier {
+        params: s.params,
+        n_classes: s.n_classes,
+        forest,
+    };
+    model.check_decoded()?;
+    Ok(model)
+}

@@ -1,0 +1,259 @@
+//! Tree-parallel shards of a forest: a shard holds the trees `[first, first + count)` of a
+//! forest of `n_trees`, and is trained exactly like the whole forest on the same rows.
+//!
+//! Why it works: tree t draws from a generator seeded by (seed, t) and takes Poisson copies
+//! of a point by (seed, t, id), so a tree does not depend on the other trees nor on how
+//! many there are (DESIGN.md principle 3: results do not depend on how the work is
+//! divided). A shard keeps the *global* index of each tree, so the trees `[first, first +
+//! count)` of a shard are bit for bit those of the whole forest, and shards whose ranges
+//! tile `0..n_trees` merge (trees concatenated in range order) into the forest one process
+//! would have grown.
+//!
+//! State that depends on all the trees, and how shards handle it:
+//!
+//! - The point store (scaled rows, ids, sample weights, scaling, feature weights, the
+//!   relevance choice) does not depend on the trees: every shard sees every row, so every
+//!   shard holds the same store (windows and `forget` work on shards: ids agree). Merging
+//!   checks the stores are identical (same encoded bytes) and keeps one.
+//! - Learnt feature weights (`Relevance`, `RelevanceCv`) and the regressor's CV calibration
+//!   PITs come from pilot and fold forests built from the *parameters* (which keep the full
+//!   tree count) and the first rows, never from the forest's own trees: each shard computes
+//!   the same values (replicated work, identical state). Merging checks them equal.
+//! - The classifier's class count and the regressor's label moments follow the rows, so
+//!   they are replicated; merging checks them equal.
+//! - The regressor's θ and upward messages are derived state (not saved): the merged
+//!   forest derives them again from all its trees. θ by the heuristic or given does not
+//!   depend on the trees, so a shard's partial predictions are exact parts of the whole;
+//!   θ by marginal likelihood sums over all trees, so a shard refuses partial predictions
+//!   then (merge first).
+//! - Summaries, split scores and importances are sums over trees: computed by the merged
+//!   forest.
+//! - `add_trees` would number new trees after the shard's last one: refused on a shard.
+//!
+//! Files: a whole forest's encoding is unchanged (the range is not a serde field: the
+//! payload is bincode, which has no room for an optional trailing field). A shard saves
+//! through `Persistent` under its own kind (`…-shard`) as (first, count, model), and the
+//! models' `load` reads either kind. A shard put into another serde structure directly
+//! loses its range, and decoding it is refused (its tree count does not match).
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::Forest;
+use crate::error::{MondrianError, Result};
+use crate::tree::NodeStatistics;
+
+/// The trees `[first, first + count)` of a forest, by their global indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TreeRange {
+    pub(crate) first: usize,
+    pub(crate) count: usize,
+}
+
+impl TreeRange {
+    /// Checks a shard's range against the whole forest's tree count.
+    pub(crate) fn new(first: usize, count: usize, n_trees: usize) -> Result<TreeRange> {
+        if count == 0 || first.checked_add(count).is_none_or(|end| end > n_trees) {
+            return Err(MondrianError::InvalidParameter {
+                name: "shard",
+                reason: format!(
+                    "trees {first}..{} are not a non-empty part of a forest of {n_trees} trees",
+                    first.saturating_add(count)
+                ),
+            });
+        }
+        Ok(TreeRange { first, count })
+    }
+
+    fn end(self) -> usize {
+        self.first + self.count
+    }
+}
+
+/// An error for shards that do not fit together.
+pub(crate) fn mismatch(what: impl Into<String>) -> MondrianError {
+    MondrianError::ShardMismatch(what.into())
+}
+
+/// Checks that every shard agrees with the first on `what` (model-level replicated state).
+pub(crate) fn check_same<M, T: PartialEq>(
+    shards: &[M],
+    what: &str,
+    field: impl Fn(&M) -> T,
+) -> Result<()> {
+    let first = shards.first().map(&field);
+    match shards.iter().all(|s| Some(field(s)) == first) {
+        true => Ok(()),
+        false => Err(mismatch(format!("the shards have different {what}"))),
+    }
+}
+
+/// Ranges that cut `range` into `k` contiguous parts whose sizes differ by at most one
+/// (the larger ones first).
+fn cut(range: TreeRange, k: usize) -> Result<Vec<TreeRange>> {
+    if k == 0 || k > range.count {
+        return Err(MondrianError::InvalidParameter {
+            name: "k",
+            reason: format!(
+                "cannot split {} trees into {k} non-empty shards",
+                range.count
+            ),
+        });
+    }
+    let (base, extra) = (range.count / k, range.count % k);
+    let mut first = range.first;
+    Ok((0..k)
+        .map(|i| {
+            let count = base + usize::from(i < extra);
+            let part = TreeRange { first, count };
+            first += count;
+            part
+        })
+        .collect())
+}
+
+impl<S: NodeStatistics> Forest<S> {
+    /// The global indices of the trees this forest holds (or will plant), in a forest of
+    /// `n_trees`.
+    pub(crate) fn tree_range(&self, n_trees: usize) -> Range<usize> {
+        self.range.map_or(0..n_trees, |r| r.first..r.end())
+    }
+
+    /// Whether this forest is a proper part of a larger one.
+    pub(crate) fn is_shard(&self) -> bool {
+        self.range.is_some()
+    }
+
+    /// Makes this unplanted forest the shard of trees `first..first + count` of a forest
+    /// of `n_trees` (the whole forest is no shard).
+    pub(crate) fn set_range(&mut self, first: usize, count: usize, n_trees: usize) -> Result<()> {
+        let range = TreeRange::new(first, count, n_trees)?;
+        self.range = (count < n_trees).then_some(range);
+        Ok(())
+    }
+}
+
+impl<S> Forest<S>
+where
+    S: NodeStatistics + Serialize + Clone,
+    S::Target: Serialize + Clone,
+{
+    /// `k` shards with contiguous ranges of as equal sizes as possible, each with a copy of
+    /// the store: the inverse of [`merge`](Self::merge).
+    pub(crate) fn split(self, k: usize, n_trees: usize) -> Result<Vec<Self>> {
+        let whole = self.tree_range(n_trees);
+        let parts = cut(
+            TreeRange {
+                first: whole.start,
+                count: whole.len(),
+            },
+            k,
+        )?;
+        let planted = !self.trees.is_empty();
+        let mut trees = self.trees.into_iter();
+        Ok(parts
+            .into_iter()
+            .map(|r| Forest {
+                store: self.store.clone(),
+                trees: match planted {
+                    true => trees.by_ref().take(r.count).collect(),
+                    false => Vec::new(),
+                },
+                pool: self.pool.clone(),
+                range: (r.count < n_trees).then_some(r),
+                progress: self.progress.clone(),
+            })
+            .collect())
+    }
+
+    /// One forest from shards (any order) whose ranges tile a contiguous range of a forest
+    /// of `n_trees`, with identical stores: their trees in range order and one store.
+    pub(crate) fn merge(mut shards: Vec<Self>, n_trees: usize) -> Result<Self> {
+        if shards.is_empty() {
+            return Err(mismatch("no shards to merge"));
+        }
+        shards.sort_by_key(|s| s.tree_range(n_trees).start);
+        let store = bincode::serialize(&shards[0].store)
+            .map_err(|e| mismatch(format!("cannot encode a point store: {e}")))?;
+        let planted = !shards[0].trees.is_empty();
+        let start = shards[0].tree_range(n_trees).start;
+        let mut end = start;
+        for s in &shards {
+            let r = s.tree_range(n_trees);
+            if r.start != end {
+                return Err(mismatch(match r.start < end {
+                    true => format!("tree ranges overlap at tree {}", r.start),
+                    false => format!("trees {end}..{} are missing", r.start),
+                }));
+            }
+            end = r.end;
+            if s.trees.is_empty() == planted
+                || (planted && s.trees.len() != r.len())
+                || bincode::serialize(&s.store).ok().as_ref() != Some(&store)
+            {
+                return Err(mismatch(
+                    "the shards hold different points (every shard must see every row)",
+                ));
+            }
+        }
+        let mut shards = shards.into_iter();
+        let mut merged = shards.next().expect("one shard at least");
+        for s in shards {
+            merged.trees.extend(s.trees);
+        }
+        merged.range = (end - start < n_trees).then_some(TreeRange {
+            first: start,
+            count: end - start,
+        });
+        Ok(merged)
+    }
+}
+
+/// Reads the start of a saved model's header to learn its kind, and gives back a reader
+/// that yields the whole file again (the bytes read first, then the rest), so that a model
+/// type can load a shard file or a whole-forest file, whichever it is handed.
+pub(crate) fn read_kind<R: std::io::Read>(
+    mut reader: R,
+) -> Result<(Option<String>, impl std::io::Read)> {
+    use std::io::Read;
+    let mut prefix = Vec::new();
+    reader.by_ref().take(13).read_to_end(&mut prefix)?;
+    if let Some(&len) = prefix.get(12) {
+        reader
+            .by_ref()
+            .take(u64::from(len))
+            .read_to_end(&mut prefix)?;
+    }
+    let kind = crate::persist::kind_of(&prefix);
+    Ok((kind, std::io::Cursor::new(prefix).chain(reader)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_is_contiguous_and_even() {
+        let parts = cut(
+            TreeRange {
+                first: 2,
+                count: 10,
+            },
+            3,
+        )
+        .unwrap();
+        let sizes: Vec<_> = parts.iter().map(|r| (r.first, r.count)).collect();
+        assert_eq!(sizes, vec![(2, 4), (6, 3), (9, 3)]);
+        assert!(cut(TreeRange { first: 0, count: 2 }, 3).is_err());
+        assert!(cut(TreeRange { first: 0, count: 2 }, 0).is_err());
+    }
+
+    #[test]
+    fn ranges_must_fit_the_forest() {
+        assert!(TreeRange::new(0, 10, 10).is_ok());
+        assert!(TreeRange::new(9, 2, 10).is_err());
+        assert!(TreeRange::new(3, 0, 10).is_err());
+        assert!(TreeRange::new(usize::MAX, 2, 10).is_err());
+    }
+}
