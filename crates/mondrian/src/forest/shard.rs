@@ -38,6 +38,7 @@
 
 use std::ops::Range;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::Forest;
@@ -207,6 +208,93 @@ where
             count: end - start,
         });
         Ok(merged)
+    }
+}
+
+/// What the shard-file plumbing needs of a forest model: a whole forest saves under the
+/// model's kind exactly as before; a shard saves as (first, count, the model) under
+/// `SHARD_KIND`, and loading takes either by the kind in the header.
+pub(crate) trait ShardFiles:
+    crate::persist::Persistent + Serialize + DeserializeOwned
+{
+    /// The kind name of a shard's file.
+    const SHARD_KIND: &'static str;
+    /// The model's saved body, as a whole forest's file holds it.
+    type State: DeserializeOwned;
+    /// The tree range, if this model is a shard.
+    fn range(&self) -> Option<TreeRange>;
+    /// `n_trees` of the forest a decoded state belongs to.
+    fn forest_trees(state: &Self::State) -> usize;
+    /// The model made from a decoded shard body, its forest restricted to `range` (`None`
+    /// when the range is the whole forest), checked as any loaded model is.
+    fn from_state(state: Self::State, range: Option<TreeRange>) -> Result<Self>;
+}
+
+/// A shard's file body: its range, then the model as a whole forest saves it.
+#[derive(serde::Deserialize)]
+struct ShardBody<S> {
+    first: u64,
+    count: u64,
+    state: S,
+}
+
+/// Saves `model` to `writer` under its kind (whole) or its shard kind (a shard).
+pub(crate) fn save_to<M: ShardFiles, W: std::io::Write>(model: &M, writer: W) -> Result<()> {
+    let encoding = model.encoding();
+    match model.range() {
+        None => crate::persist::save_encoded(model, M::KIND, encoding, writer),
+        Some(r) => {
+            let body = (r.first as u64, r.count as u64, model);
+            crate::persist::save_encoded(&body, M::SHARD_KIND, encoding, writer)
+        }
+    }
+}
+
+/// [`save_to`] through the crash-safe file writer.
+pub(crate) fn save_file<M: ShardFiles>(model: &M, path: &std::path::Path) -> Result<()> {
+    let encoding = model.encoding();
+    match model.range() {
+        None => crate::persist::save_file_encoded(model, M::KIND, encoding, path),
+        Some(r) => {
+            let body = (r.first as u64, r.count as u64, model);
+            crate::persist::save_file_encoded(&body, M::SHARD_KIND, encoding, path)
+        }
+    }
+}
+
+/// Loads a whole forest or a shard, by the kind in the file's header; `whole`: nothing may
+/// follow the model.
+pub(crate) fn load_from<M: ShardFiles, R: std::io::Read>(reader: R, whole: bool) -> Result<M> {
+    let (kind, reader) = read_kind(reader)?;
+    if kind.as_deref() != Some(M::SHARD_KIND) {
+        return match whole {
+            true => crate::persist::load_whole(M::KIND, reader),
+            false => crate::persist::load(M::KIND, reader),
+        };
+    }
+    let body: ShardBody<M::State> = match whole {
+        true => crate::persist::load_whole(M::SHARD_KIND, reader)?,
+        false => crate::persist::load(M::SHARD_KIND, reader)?,
+    };
+    let corrupt = |m: &str| MondrianError::CorruptModel(m.to_string());
+    let (first, count) = (
+        usize::try_from(body.first).map_err(|_| corrupt("bad shard range"))?,
+        usize::try_from(body.count).map_err(|_| corrupt("bad shard range"))?,
+    );
+    let n_trees = M::forest_trees(&body.state);
+    let range = TreeRange::new(first, count, n_trees)
+        .map_err(|_| corrupt("the shard's tree range does not fit its forest"))?;
+    M::from_state(body.state, (count < n_trees).then_some(range))
+}
+
+/// Refuses what only a whole forest can do.
+pub(crate) fn refuse_on_shard(is_shard: bool) -> Result<()> {
+    match is_shard {
+        true => Err(MondrianError::InvalidParameter {
+            name: "n_more",
+            reason: "a shard cannot add trees (merge the shards first)".into(),
+        }),
+        false => Ok(()),
     }
 }
 

@@ -67,7 +67,7 @@ pub struct MondrianForestClassifier {
 /// classifier read inside any serde structure (the CLI's model files) is as safe to use as
 /// one read by [`MondrianForestClassifier::load`].
 #[derive(Deserialize)]
-struct ClassifierState {
+pub(crate) struct ClassifierState {
     params: ClassifierParams,
     n_classes: usize,
     forest: Forest<LabelCounts>,
@@ -440,7 +440,7 @@ impl MondrianForestClassifier {
         if self.forest.store.n_features.is_none() {
             return Err(MondrianError::NotFitted);
         }
-        shard::refuse_on_shard(self)?;
+        crate::forest::shard::refuse_on_shard(self.is_shard())?;
         let mut params = self.params.clone();
         params.n_trees = params.n_trees.saturating_add(n_more);
         params.validate()?;

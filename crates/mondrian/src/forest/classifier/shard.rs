@@ -2,21 +2,15 @@
 //! trees of the whole forest, and how state over all trees is handled): creation, split,
 //! merge, shard files, and class probabilities combined without merging.
 
-use std::io::{Read, Write};
 use std::ops::Range;
-
-use serde::Deserialize;
 
 use super::{ClassifierParams, ClassifierState, MondrianForestClassifier};
 use crate::data::FeatureValue;
-use crate::error::{MondrianError, Result};
-use crate::forest::shard::{mismatch, read_kind};
+use crate::error::Result;
+use crate::forest::shard::{load_from, mismatch, save_file, save_to, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
 use crate::persist::Persistent;
 use crate::stats::label::LabelCounts;
-
-/// The kind name of a classifier shard's file.
-const SHARD_KIND: &str = "mondrian-forest-classifier-shard";
 
 /// One shard's part of the class probabilities
 /// ([`predict_proba_sum`](MondrianForestClassifier::predict_proba_sum)).
@@ -186,82 +180,25 @@ impl Persistent for MondrianForestClassifier {
     }
 }
 
-/// Refuses what only a whole forest can do.
-pub(super) fn refuse_on_shard(model: &MondrianForestClassifier) -> Result<()> {
-    match model.is_shard() {
-        true => Err(MondrianError::InvalidParameter {
-            name: "n_more",
-            reason: "a shard cannot add trees (merge the shards first)".into(),
-        }),
-        false => Ok(()),
+impl ShardFiles for MondrianForestClassifier {
+    const SHARD_KIND: &'static str = "mondrian-forest-classifier-shard";
+    type State = ClassifierState;
+    fn range(&self) -> Option<TreeRange> {
+        self.forest.range
     }
-}
-
-/// A shard's file: its range, then the model as a whole forest saves it.
-#[derive(Deserialize)]
-struct ShardFile {
-    first: u64,
-    count: u64,
-    state: ClassifierState,
-}
-
-pub(super) fn save_to<W: Write>(model: &MondrianForestClassifier, writer: W) -> Result<()> {
-    let encoding = model.encoding();
-    match model.forest.range {
-        None => {
-            crate::persist::save_encoded(model, MondrianForestClassifier::KIND, encoding, writer)
-        }
-        Some(r) => {
-            let file = (r.first as u64, r.count as u64, model);
-            crate::persist::save_encoded(&file, SHARD_KIND, encoding, writer)
-        }
+    fn forest_trees(state: &ClassifierState) -> usize {
+        state.params.n_trees
     }
-}
-
-pub(super) fn save_file(model: &MondrianForestClassifier, path: &std::path::Path) -> Result<()> {
-    let encoding = model.encoding();
-    match model.forest.range {
-        None => {
-            crate::persist::save_file_encoded(model, MondrianForestClassifier::KIND, encoding, path)
-        }
-        Some(r) => {
-            let file = (r.first as u64, r.count as u64, model);
-            crate::persist::save_file_encoded(&file, SHARD_KIND, encoding, path)
-        }
-    }
-}
-
-/// Loads a whole forest or a shard, by the kind in the file's header; `whole`: nothing may
-/// follow the model.
-pub(super) fn load_from<R: Read>(reader: R, whole: bool) -> Result<MondrianForestClassifier> {
-    let (kind, reader) = read_kind(reader)?;
-    if kind.as_deref() != Some(SHARD_KIND) {
-        let kind = MondrianForestClassifier::KIND;
-        return match whole {
-            true => crate::persist::load_whole(kind, reader),
-            false => crate::persist::load(kind, reader),
+    fn from_state(s: ClassifierState, range: Option<TreeRange>) -> Result<Self> {
+        let mut forest = s.forest;
+        forest.pool = crate::forest::Pool::new(s.params.n_threads);
+        forest.range = range;
+        let model = MondrianForestClassifier {
+            params: s.params,
+            n_classes: s.n_classes,
+            forest,
         };
+        model.check_decoded()?;
+        Ok(model)
     }
-    let file: ShardFile = match whole {
-        true => crate::persist::load_whole(SHARD_KIND, reader)?,
-        false => crate::persist::load(SHARD_KIND, reader)?,
-    };
-    let s = file.state;
-    let corrupt = |m: &str| MondrianError::CorruptModel(m.to_string());
-    let (first, count) = (
-        usize::try_from(file.first).map_err(|_| corrupt("bad shard range"))?,
-        usize::try_from(file.count).map_err(|_| corrupt("bad shard range"))?,
-    );
-    let range = TreeRange::new(first, count, s.params.n_trees)
-        .map_err(|_| corrupt("the shard's tree range does not fit its forest"))?;
-    let mut forest = s.forest;
-    forest.pool = crate::forest::Pool::new(s.params.n_threads);
-    forest.range = (count < s.params.n_trees).then_some(range);
-    let model = MondrianForestClassifier {
-        params: s.params,
-        n_classes: s.n_classes,
-        forest,
-    };
-    model.check_decoded()?;
-    Ok(model)
 }

@@ -73,7 +73,7 @@ pub struct MondrianForestRegressor {
 /// on reading, so a regressor inside any serde structure comes back safe and ready to
 /// predict.
 #[derive(Deserialize)]
-struct RegressorState {
+pub(crate) struct RegressorState {
     params: RegressorParams,
     forest: Forest<TargetMoments>,
     labels: Moments,
@@ -455,7 +455,7 @@ impl MondrianForestRegressor {
         if self.forest.store.n_features.is_none() {
             return Err(MondrianError::NotFitted);
         }
-        shard::refuse_on_shard(self.is_shard())?;
+        crate::forest::shard::refuse_on_shard(self.is_shard())?;
         let mut params = self.params.clone();
         params.n_trees = params.n_trees.saturating_add(n_more);
         params.validate()?;

@@ -6,21 +6,15 @@
 //! computes the PITs from the parameters); θ and the messages are derived again by the
 //! merged model from all its trees.
 
-use std::io::{Read, Write};
 use std::ops::Range;
-
-use serde::Deserialize;
 
 use super::{MondrianForestRegressor, RegressionPrediction, RegressorParams, RegressorState};
 use crate::data::FeatureValue;
-use crate::error::{MondrianError, Result};
-use crate::forest::shard::{mismatch, read_kind};
+use crate::error::Result;
+use crate::forest::shard::{load_from, mismatch, save_file, save_to, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
 use crate::persist::Persistent;
 use crate::stats::gaussian::{mixture_moments, Estimate, Moments, TargetMoments};
-
-/// The kind name of a regressor shard's file.
-const SHARD_KIND: &str = "mondrian-forest-regressor-shard";
 
 /// One shard's part of the predictive moments
 /// ([`predict_sums`](MondrianForestRegressor::predict_sums)): per row, the Welford moments
@@ -247,87 +241,30 @@ impl Persistent for MondrianForestRegressor {
     }
 }
 
-/// Refuses what only a whole forest can do.
-pub(super) fn refuse_on_shard(is_shard: bool) -> Result<()> {
-    match is_shard {
-        true => Err(MondrianError::InvalidParameter {
-            name: "n_more",
-            reason: "a shard cannot add trees (merge the shards first)".into(),
-        }),
-        false => Ok(()),
+impl ShardFiles for MondrianForestRegressor {
+    const SHARD_KIND: &'static str = "mondrian-forest-regressor-shard";
+    type State = RegressorState;
+    fn range(&self) -> Option<TreeRange> {
+        self.forest.range
     }
-}
-
-/// A shard's file: its range, then the model as a whole forest saves it.
-#[derive(Deserialize)]
-struct ShardFile {
-    first: u64,
-    count: u64,
-    state: RegressorState,
-}
-
-pub(super) fn save_to<W: Write>(model: &MondrianForestRegressor, writer: W) -> Result<()> {
-    let encoding = model.encoding();
-    match model.forest.range {
-        None => {
-            crate::persist::save_encoded(model, MondrianForestRegressor::KIND, encoding, writer)
-        }
-        Some(r) => {
-            let file = (r.first as u64, r.count as u64, model);
-            crate::persist::save_encoded(&file, SHARD_KIND, encoding, writer)
-        }
+    fn forest_trees(state: &RegressorState) -> usize {
+        state.params.n_trees
     }
-}
-
-pub(super) fn save_file(model: &MondrianForestRegressor, path: &std::path::Path) -> Result<()> {
-    let encoding = model.encoding();
-    match model.forest.range {
-        None => {
-            crate::persist::save_file_encoded(model, MondrianForestRegressor::KIND, encoding, path)
-        }
-        Some(r) => {
-            let file = (r.first as u64, r.count as u64, model);
-            crate::persist::save_file_encoded(&file, SHARD_KIND, encoding, path)
-        }
-    }
-}
-
-/// Loads a whole forest or a shard, by the kind in the file's header; `whole`: nothing may
-/// follow the model.
-pub(super) fn load_from<R: Read>(reader: R, whole: bool) -> Result<MondrianForestRegressor> {
-    let (kind, reader) = read_kind(reader)?;
-    if kind.as_deref() != Some(SHARD_KIND) {
-        let kind = MondrianForestRegressor::KIND;
-        return match whole {
-            true => crate::persist::load_whole(kind, reader),
-            false => crate::persist::load(kind, reader),
+    fn from_state(s: RegressorState, range: Option<TreeRange>) -> Result<Self> {
+        let mut forest = s.forest;
+        forest.pool = crate::forest::Pool::new(s.params.n_threads);
+        forest.range = range;
+        let mut model = MondrianForestRegressor {
+            params: s.params,
+            forest,
+            labels: s.labels,
+            labels_released: s.labels_released,
+            calibration: s.calibration,
+            theta: None,
+            messages: Vec::new(),
         };
+        model.check_decoded()?;
+        model.refresh();
+        Ok(model)
     }
-    let file: ShardFile = match whole {
-        true => crate::persist::load_whole(SHARD_KIND, reader)?,
-        false => crate::persist::load(SHARD_KIND, reader)?,
-    };
-    let s = file.state;
-    let corrupt = |m: &str| MondrianError::CorruptModel(m.to_string());
-    let (first, count) = (
-        usize::try_from(file.first).map_err(|_| corrupt("bad shard range"))?,
-        usize::try_from(file.count).map_err(|_| corrupt("bad shard range"))?,
-    );
-    let range = TreeRange::new(first, count, s.params.n_trees)
-        .map_err(|_| corrupt("the shard's tree range does not fit its forest"))?;
-    let mut forest = s.forest;
-    forest.pool = crate::forest::Pool::new(s.params.n_threads);
-    forest.range = (count < s.params.n_trees).then_some(range);
-    let mut model = MondrianForestRegressor {
-        params: s.params,
-        forest,
-        labels: s.labels,
-        labels_released: s.labels_released,
-        calibration: s.calibration,
-        theta: None,
-        messages: Vec::new(),
-    };
-    model.check_decoded()?;
-    model.refresh();
-    Ok(model)
 }
