@@ -1,6 +1,6 @@
 //! Top-down SMC (spec `bayesian-trees.md` §3) against the exact posterior over partitions,
-//! found here by brute-force enumeration of every tree on the tiny problems of §5.6 (T6,
-//! T7, T15, T17).
+//! found by brute-force enumeration of every tree (`common::enumerate`) on the tiny
+//! problems of §5.6 (T6, T7, T15, T17).
 //!
 //! The tests rest on the one exact property of a particle filter: with unnormalised
 //! weights, E[Ẑ] = Z and E[Ẑ Σ_c w̄_c f(T_c)] = Z E_π[f] for every f (§3.5). Averages over
@@ -8,8 +8,11 @@
 //! estimated from the runs, Bonferroni-corrected to a family-wise level of 1e-3 per test
 //! function. Seeds are fixed.
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::enumerate::{enumerate, rows_left, tree_key, Gapped, Structure, R5, X5, X6};
 use mondrian::bayes::{
     BayesTree, CgmPrior, DirichletMultinomial, Expansion, Features, IslandWeighting, LeafModel,
     NormalKnownVariance, Proposal, Resampler, SmcClassifierParams, SmcParams, SmcPosterior,
@@ -18,80 +21,45 @@ use mondrian::bayes::{
 use mondrian::model::Params;
 use statrs::distribution::{ContinuousCDF, Normal};
 
-/// §5.6's five points.
-const X5: [[f64; 2]; 5] = [[0.1, 0.5], [0.3, 0.2], [0.35, 0.9], [0.6, 0.4], [0.9, 0.7]];
-/// §5.6's regression targets R.
-const R5: [f64; 5] = [0.2, -0.5, 0.9, 1.1, -0.3];
-
-/// A tree structure as the enumeration builds it: partitions with the gap of each rule.
-#[derive(Clone, Debug)]
-enum Structure {
-    Leaf(u32),
-    Split {
-        dim: usize,
-        gap: (f64, f64),
-        left_rows: u32,
-        left: Box<Structure>,
-        right: Box<Structure>,
-    },
-}
-
-impl Structure {
-    /// Canonical key: at every internal node, (δ_j, the set of rows sent left) (§5.6 T6).
-    fn key(&self) -> String {
-        match self {
-            Structure::Leaf(_) => "L".into(),
-            Structure::Split {
-                dim,
-                left_rows,
-                left,
-                right,
-                ..
-            } => format!("({dim}:{left_rows}{}{})", left.key(), right.key()),
-        }
-    }
-    fn n_leaves(&self) -> usize {
-        match self {
-            Structure::Leaf(_) => 1,
-            Structure::Split { left, right, .. } => left.n_leaves() + right.n_leaves(),
-        }
-    }
-    fn root(&self) -> String {
-        match self {
-            Structure::Leaf(_) => "stop".into(),
-            Structure::Split { dim, left_rows, .. } => format!("{dim}:{left_rows}"),
-        }
-    }
-    /// The posterior predictive of leaf statistics at x, with ξ uniform in each gap: x
-    /// goes left at a node with probability P(ξ ≥ x_δ) = (b − x_δ)/(b − a) clamped.
-    fn predictive(&self, x: &[f64], leaf: &dyn Fn(u32) -> f64) -> f64 {
-        match self {
-            Structure::Leaf(rows) => leaf(*rows),
-            Structure::Split {
-                dim,
-                gap: (a, b),
-                left,
-                right,
-                ..
-            } => {
-                let q = ((b - x[*dim]) / (b - a)).clamp(0.0, 1.0);
-                q * left.predictive(x, leaf) + (1.0 - q) * right.predictive(x, leaf)
-            }
-        }
+fn n_leaves(s: &Gapped) -> usize {
+    match s {
+        Gapped::Leaf => 1,
+        Gapped::Split { left, right, .. } => n_leaves(left) + n_leaves(right),
     }
 }
 
-/// The key of a library tree from node j, in [`Structure::key`]'s format.
-fn tree_key<S>(tree: &BayesTree<S>, j: usize) -> String {
-    let node = &tree.nodes()[j];
-    match node.children() {
-        None => "L".into(),
-        Some((l, r)) => {
-            let mask = tree.nodes()[l].rows().iter().fold(0u32, |m, &i| m | 1 << i);
-            let dim = node.rule().map(|r| r.0).unwrap_or(usize::MAX);
-            format!("({dim}:{mask}{}{})", tree_key(tree, l), tree_key(tree, r))
-        }
+/// The root rule of a structure on the five points: (δ, rows sent left), or "stop".
+fn root(s: &Gapped) -> String {
+    match s {
+        Gapped::Leaf => "stop".into(),
+        Gapped::Split { dim, gap, .. } => format!("{dim}:{}", rows_left(X5, 31, *dim, gap.0)),
     }
+}
+
+/// The posterior predictive of leaf statistics at x of a structure at a node holding
+/// `rows` of `points`, with ξ uniform in each gap: x goes left at a node with probability
+/// P(ξ ≥ x_δ) = (b − x_δ)/(b − a) clamped. (The nested mixture q·left + (1 − q)·right,
+/// not [`Gapped::leaf_probabilities`]' sum over leaves, which rounds differently.)
+fn predictive(
+    s: &Gapped,
+    points: &[[f64; 2]],
+    rows: u32,
+    x: &[f64],
+    leaf: &dyn Fn(u32) -> f64,
+) -> f64 {
+    let Gapped::Split {
+        dim,
+        gap,
+        left,
+        right,
+    } = s
+    else {
+        return leaf(rows);
+    };
+    let q = ((gap.1 - x[*dim]) / (gap.1 - gap.0)).clamp(0.0, 1.0);
+    let l = rows_left(points, rows, *dim, gap.0);
+    q * predictive(left, points, l, x, leaf)
+        + (1.0 - q) * predictive(right, points, rows & !l, x, leaf)
 }
 
 fn tree_root<S>(tree: &BayesTree<S>) -> String {
@@ -105,67 +73,8 @@ fn tree_root<S>(tree: &BayesTree<S>) -> String {
     }
 }
 
-/// Every structure of the subtree at a node holding `rows` at `depth`, with its log prior
-/// and log likelihood: (stop | δ ∈ V_j | gap g) at every node, written from §2.2.
-fn enumerate(
-    x: &[[f64; 2]],
-    prior: &CgmPrior,
-    log_ml: &dyn Fn(u32) -> f64,
-    rows: u32,
-    depth: usize,
-) -> Vec<(Structure, f64, f64)> {
-    let members: Vec<usize> = (0..x.len()).filter(|i| rows >> i & 1 == 1).collect();
-    let values: Vec<Vec<f64>> = (0..2)
-        .map(|d| {
-            let mut v: Vec<f64> = members.iter().map(|&i| x[i][d]).collect();
-            v.sort_by(f64::total_cmp);
-            v.dedup();
-            v
-        })
-        .collect();
-    let valid: Vec<usize> = (0..2).filter(|&d| values[d].len() > 1).collect();
-    let can = !valid.is_empty() && prior.min_samples.is_none_or(|m| members.len() >= m);
-    let p = prior.alpha_s * (1.0 + depth as f64).powf(-prior.beta_s);
-    let mut out = vec![(
-        Structure::Leaf(rows),
-        if can { (1.0 - p).ln() } else { 0.0 },
-        log_ml(rows),
-    )];
-    if !can {
-        return out;
-    }
-    for &d in &valid {
-        let v = &values[d];
-        let extent = v[v.len() - 1] - v[0];
-        for g in 0..v.len() - 1 {
-            let rule = p.ln() - (valid.len() as f64).ln() + ((v[g + 1] - v[g]) / extent).ln();
-            let left_rows = members
-                .iter()
-                .filter(|&&i| x[i][d] <= v[g])
-                .fold(0u32, |m, &i| m | 1 << i);
-            let lefts = enumerate(x, prior, log_ml, left_rows, depth + 1);
-            let rights = enumerate(x, prior, log_ml, rows & !left_rows, depth + 1);
-            for (ls, lp, ll) in &lefts {
-                for (rs, rp, rl) in &rights {
-                    out.push((
-                        Structure::Split {
-                            dim: d,
-                            gap: (v[g], v[g + 1]),
-                            left_rows,
-                            left: Box::new(ls.clone()),
-                            right: Box::new(rs.clone()),
-                        },
-                        rule + lp + rp,
-                        ll + rl,
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The exact posterior: structures with π(s), and log Z.
+/// The exact posterior: structures with π(s), and log Z (from log prior + log likelihood
+/// of each structure, with the prior's total mass checked).
 struct Exact {
     structures: Vec<(Structure, f64)>,
     log_z: f64,
@@ -174,16 +83,17 @@ struct Exact {
 impl Exact {
     fn new(x: &[[f64; 2]], prior: &CgmPrior, log_ml: &dyn Fn(u32) -> f64) -> Self {
         let all = enumerate(x, prior, log_ml, (1 << x.len()) - 1, 0);
-        let max = all.iter().map(|(_, p, l)| p + l).fold(f64::MIN, f64::max);
-        let z: f64 = all.iter().map(|(_, p, l)| (p + l - max).exp()).sum();
+        let log_joint = |s: &Structure| s.log_prior + s.log_lik;
+        let max = all.iter().map(log_joint).fold(f64::MIN, f64::max);
+        let z: f64 = all.iter().map(|s| (log_joint(s) - max).exp()).sum();
         let log_z = max + z.ln();
-        let prior_mass: f64 = all.iter().map(|(_, p, _)| p.exp()).sum();
+        let prior_mass: f64 = all.iter().map(|s| s.log_prior.exp()).sum();
         assert!((prior_mass - 1.0).abs() < 1e-12, "prior mass {prior_mass}");
         Exact {
             structures: all
                 .into_iter()
-                .map(|(s, p, l)| {
-                    let post = (p + l - log_z).exp();
+                .map(|s| {
+                    let post = (log_joint(&s) - log_z).exp();
                     (s, post)
                 })
                 .collect(),
@@ -217,7 +127,7 @@ fn regression_exact(prior: &CgmPrior) -> Exact {
         let ys = (0..5).filter(|i| rows >> i & 1 == 1).map(|i| R5[i]);
         model.log_marginal(&model.stats_of(ys))
     };
-    Exact::new(&X5, prior, &log_ml)
+    Exact::new(X5, prior, &log_ml)
 }
 
 /// Two-sided p-value of a mean against `expected`, from the sample of run values.
@@ -396,8 +306,8 @@ fn evidence_and_posterior_are_unbiased_for_every_variant() {
     let mut p_values = Vec::new();
     for (name, params) in variants {
         let exact = regression_exact(&params.prior);
-        let leaves = exact.marginal(|s| s.n_leaves().to_string());
-        let roots = exact.marginal(|s| s.root());
+        let leaves = exact.marginal(|s| n_leaves(&s.shape).to_string());
+        let roots = exact.marginal(|s| root(&s.shape));
         // Cells of probability ≥ 0.01 (smaller ones are checked through the others).
         let mut cells: Vec<(String, String, f64)> = Vec::new();
         for (kind, law) in [("leaves", &leaves), ("root", &roots)] {
@@ -469,8 +379,8 @@ fn weighted_particles_converge_to_the_exact_posterior() {
     // the noise of 20 seeds (ratio > √10 / 2).
     let prior = CgmPrior::default();
     let exact = regression_exact(&prior);
-    let exact_law: HashMap<String, f64> = exact.marginal(|s| s.key());
-    let exact_leaves: HashMap<String, f64> = exact.marginal(|s| s.n_leaves().to_string());
+    let exact_law: HashMap<String, f64> = exact.marginal(|s| s.key.clone());
+    let exact_leaves: HashMap<String, f64> = exact.marginal(|s| n_leaves(&s.shape).to_string());
     let (features, model) = regression_setup();
     let seeds = 20;
     let tv = |law: &HashMap<String, f64>, exact: &HashMap<String, f64>| {
@@ -527,9 +437,7 @@ fn weighted_particles_converge_to_the_exact_posterior() {
 
 /// §5.6's six-point classification analogue: the five points plus one.
 fn classification_data() -> (Vec<[f64; 2]>, Vec<usize>) {
-    let mut x = X5.to_vec();
-    x.push([0.75, 0.15]);
-    (x, vec![0, 1, 0, 1, 1, 0])
+    (X6.to_vec(), vec![0, 1, 0, 1, 1, 0])
 }
 
 #[test]
@@ -557,7 +465,7 @@ fn classifier_predictive_is_unbiased_against_exact_bayesian_model_averaging() {
             exact
                 .structures
                 .iter()
-                .map(|(s, p)| p * s.predictive(t, &leaf_p1))
+                .map(|(s, p)| p * predictive(&s.shape, &x, (1 << x.len()) - 1, t, &leaf_p1))
                 .sum()
         })
         .collect();

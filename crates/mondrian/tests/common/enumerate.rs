@@ -1,7 +1,7 @@
 //! The exact posterior over single-tree structures on the tiny problems of spec
 //! `bayesian-trees.md` §5.6, by brute-force enumeration of every tree (written here from
-//! §2.2, not with the library's prior or tree code), for the kernel and chain suites
-//! (`bayes_bart_kernels.rs`, `bayes_mcmc.rs`).
+//! §2.2, not with the library's prior or tree code), for the kernel, chain and SMC suites
+//! (`bayes_bart_kernels.rs`, `bayes_mcmc.rs`, `bayes_smc.rs`).
 //!
 //! Structures are keyed by partition: (δ, rows sent left) at every internal node, the rows
 //! of a node a bit mask over the points. A structure knows each rule up to its gap between
@@ -106,11 +106,14 @@ pub fn rows_left(points: &[[f64; 2]], rows: u32, dim: usize, v: f64) -> u32 {
         .fold(0, |m, i| m | 1 << i)
 }
 
-/// A structure with its key and log prior + log likelihood.
+/// A structure with its key, log prior + log likelihood, and each of the two alone
+/// (`log_joint` is summed node by node, not as `log_prior + log_lik`).
 pub struct Structure {
     pub shape: Gapped,
     pub key: String,
     pub log_joint: f64,
+    pub log_prior: f64,
+    pub log_lik: f64,
 }
 
 /// Every subtree at a node holding `rows` of `points` at `depth` with its log prior + log
@@ -136,10 +139,13 @@ pub fn enumerate(
     let valid: Vec<usize> = (0..2).filter(|&d| values[d].len() > 1).collect();
     let can = !valid.is_empty() && prior.min_samples.is_none_or(|m| members.len() >= m);
     let p = prior.alpha_s * (1.0 + depth as f64).powf(-prior.beta_s);
+    let (log_prior, log_lik) = (if can { (1.0 - p).ln() } else { 0.0 }, log_ml(rows));
     let mut out = vec![Structure {
         shape: Gapped::Leaf,
         key: "L".into(),
-        log_joint: if can { (1.0 - p).ln() } else { 0.0 } + log_ml(rows),
+        log_joint: log_prior + log_lik,
+        log_prior,
+        log_lik,
     }];
     if !can {
         return out;
@@ -163,6 +169,8 @@ pub fn enumerate(
                         },
                         key: format!("({d}:{left_rows}{}{})", l.key, r.key),
                         log_joint: rule + l.log_joint + r.log_joint,
+                        log_prior: rule + l.log_prior + r.log_prior,
+                        log_lik: l.log_lik + r.log_lik,
                     });
                 }
             }
