@@ -287,6 +287,40 @@ pub(crate) fn load_from<M: ShardFiles, R: std::io::Read>(reader: R, whole: bool)
     M::from_state(body.state, (count < n_trees).then_some(range))
 }
 
+/// `Persistent` for a forest model through [`ShardFiles`]: a whole forest saves as it
+/// always has (deflated when compact), a shard under its own kind with its tree range, and
+/// loading takes either.
+macro_rules! persistent_forest {
+    ($model:ty, $kind:literal) => {
+        impl $crate::persist::Persistent for $model {
+            const KIND: &'static str = $kind;
+            fn encoding(&self) -> $crate::persist::Encoding {
+                match self.is_compact() {
+                    true => $crate::persist::Encoding::Deflate,
+                    false => $crate::persist::Encoding::Plain,
+                }
+            }
+            fn save_to<W: std::io::Write>(&self, writer: W) -> $crate::error::Result<()> {
+                $crate::forest::shard::save_to(self, writer)
+            }
+            fn load_from<R: std::io::Read>(reader: R) -> $crate::error::Result<Self> {
+                $crate::forest::shard::load_from(reader, false)
+            }
+            fn save(&self, path: impl AsRef<std::path::Path>) -> $crate::error::Result<()> {
+                $crate::forest::shard::save_file(self, path.as_ref())
+            }
+            fn load(path: impl AsRef<std::path::Path>) -> $crate::error::Result<Self> {
+                let file = std::fs::File::open(path)?;
+                $crate::forest::shard::load_from(std::io::BufReader::new(file), true)
+            }
+            fn from_bytes(bytes: &[u8]) -> $crate::error::Result<Self> {
+                $crate::forest::shard::load_from(bytes, true)
+            }
+        }
+    };
+}
+pub(crate) use persistent_forest;
+
 /// Refuses what only a whole forest can do.
 pub(crate) fn refuse_on_shard(is_shard: bool) -> Result<()> {
     match is_shard {

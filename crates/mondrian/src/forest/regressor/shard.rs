@@ -11,9 +11,8 @@ use std::ops::Range;
 use super::{MondrianForestRegressor, RegressionPrediction, RegressorParams, RegressorState};
 use crate::data::FeatureValue;
 use crate::error::Result;
-use crate::forest::shard::{load_from, mismatch, save_file, save_to, ShardFiles};
+use crate::forest::shard::{mismatch, persistent_forest, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
-use crate::persist::Persistent;
 use crate::stats::gaussian::{mixture_moments, Estimate, Moments, TargetMoments};
 
 /// One shard's part of the predictive moments
@@ -213,33 +212,7 @@ impl MondrianForestRegressor {
     }
 }
 
-/// A whole forest saves as before; a shard saves under its own kind with its tree range
-/// (see `shard.rs`), and loading takes either.
-impl Persistent for MondrianForestRegressor {
-    const KIND: &'static str = "mondrian-forest-regressor";
-    fn encoding(&self) -> crate::persist::Encoding {
-        match self.is_compact() {
-            true => crate::persist::Encoding::Deflate,
-            false => crate::persist::Encoding::Plain,
-        }
-    }
-    fn save_to<W: std::io::Write>(&self, writer: W) -> Result<()> {
-        save_to(self, writer)
-    }
-    fn load_from<R: std::io::Read>(reader: R) -> Result<Self> {
-        load_from(reader, false)
-    }
-    fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        save_file(self, path.as_ref())
-    }
-    fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        let file = std::fs::File::open(path)?;
-        load_from(std::io::BufReader::new(file), true)
-    }
-    fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        load_from(bytes, true)
-    }
-}
+persistent_forest!(MondrianForestRegressor, "mondrian-forest-regressor");
 
 impl ShardFiles for MondrianForestRegressor {
     const SHARD_KIND: &'static str = "mondrian-forest-regressor-shard";
