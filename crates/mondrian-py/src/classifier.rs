@@ -7,7 +7,10 @@ use mondrian::forest::NO_LEAF;
 use mondrian::{
     BranchCounts, ClassifierParams, MondrianError, MondrianForestClassifier, Persistent,
 };
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -157,3 +160,65 @@ impl ClassifierCore {
 }
 
 common_methods!(ClassifierCore, MondrianForestClassifier, i64, usize, labels);
+shard_methods!(ClassifierCore, MondrianForestClassifier);
+
+/// A shard's part of the class probabilities as Python holds it: (first tree, trees in
+/// the shard, trees in the forest, classes, `n_rows × n_classes` sums).
+type ProbaPart<'py> = (usize, usize, usize, usize, Bound<'py, PyArray2<f64>>);
+
+#[pymethods]
+impl ClassifierCore {
+    /// This shard's part of `predict_proba` (see the library's `predict_proba_sum`):
+    /// `(first_tree, n_shard_trees, n_trees, n_classes, sums)`, `sums` of shape
+    /// `n_rows × n_classes`; `combine_proba` joins the parts of all shards.
+    fn predict_proba_sum<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<ProbaPart<'py>> {
+        let model = &self.inner;
+        let (part, n) = with_features(x, &self.last_input_address, |f, n, d| {
+            let p = each_precision!(f, v => py.detach(|| model.predict_proba_sum(v, d)));
+            Ok((p.map_err(py_err)?, n))
+        })?;
+        let sums = part.sums.into_pyarray(py).reshape([n, part.n_classes])?;
+        Ok((
+            part.first_tree,
+            part.n_shard_trees,
+            part.n_trees,
+            part.n_classes,
+            sums,
+        ))
+    }
+
+    /// The whole forest's class probabilities (`n_rows × n_classes`) from the
+    /// `predict_proba_sum` parts of shards covering all its trees, in any order.
+    #[staticmethod]
+    fn combine_proba<'py>(
+        py: Python<'py>,
+        parts: Vec<(usize, usize, usize, usize, PyReadonlyArray2<'py, f64>)>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let mut n = 0;
+        let mut k = 0;
+        let mut sums = Vec::with_capacity(parts.len());
+        for (first_tree, n_shard_trees, n_trees, n_classes, s) in parts {
+            n = s.shape()[0];
+            k = n_classes;
+            let values = s
+                .as_slice()
+                .map_err(|_| PyValueError::new_err("sums must be C-contiguous"))?
+                .to_vec();
+            sums.push(mondrian::ProbaSum {
+                first_tree,
+                n_shard_trees,
+                n_trees,
+                n_classes,
+                sums: values,
+            });
+        }
+        let out = py
+            .detach(|| MondrianForestClassifier::combine_proba(sums))
+            .map_err(py_err)?;
+        out.into_pyarray(py).reshape([n, k])
+    }
+}

@@ -440,6 +440,57 @@ macro_rules! common_methods {
     };
 }
 
+/// The tree-parallel shard methods every forest core shares (see the library's
+/// `forest/shard.rs`): a shard of an unfitted core's forest, its range, split and merge.
+/// Shards save, load and pickle through `file_methods!` (their own file kind).
+macro_rules! shard_methods {
+    ($core:ident, $model:ty) => {
+        #[pymethods]
+        impl $core {
+            /// An untrained shard holding the trees `first_tree..first_tree +
+            /// n_shard_trees` of the forest this core's parameters describe (the core
+            /// itself is unchanged). Trained with the same calls on the same rows as the
+            /// other shards, the shards merge into the forest one process grows.
+            fn new_shard(&self, first_tree: usize, n_shard_trees: usize) -> PyResult<Self> {
+                let params = self.inner.params().clone();
+                <$model>::new_shard(params, first_tree, n_shard_trees)
+                    .map(Self::wrap)
+                    .map_err(py_err)
+            }
+
+            /// The global indices of the trees held, as `(start, end)`.
+            #[getter]
+            fn shard_range(&self) -> (usize, usize) {
+                let r = self.inner.shard_range();
+                (r.start, r.end)
+            }
+
+            /// Whether this core holds only part of its forest's trees.
+            #[getter]
+            fn is_shard(&self) -> bool {
+                self.inner.is_shard()
+            }
+
+            /// `k` shards (copies; this core is unchanged) of contiguous tree ranges whose
+            /// sizes differ by at most one, each with a copy of the points.
+            fn split(&self, py: Python<'_>, k: usize) -> PyResult<Vec<Self>> {
+                let model = self.inner.clone();
+                let parts = py.detach(|| model.split(k)).map_err(py_err)?;
+                Ok(parts.into_iter().map(Self::wrap).collect())
+            }
+
+            /// One core from shards given in any order (copies; the shards are unchanged);
+            /// with all the trees it is the whole forest, bit for bit.
+            #[staticmethod]
+            fn merge(py: Python<'_>, shards: Vec<PyRef<'_, Self>>) -> PyResult<Self> {
+                let models: Vec<$model> = shards.iter().map(|s| s.inner.clone()).collect();
+                let merged = py.detach(|| <$model>::merge(models)).map_err(py_err)?;
+                Ok(Self::wrap(merged))
+            }
+        }
+    };
+}
+
 /// The methods of every core around a model the library saves: its bytes, files and
 /// pickling (through the library's checksummed format).
 macro_rules! file_methods {

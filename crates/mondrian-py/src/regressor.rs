@@ -311,3 +311,73 @@ impl RegressorCore {
 }
 
 common_methods!(RegressorCore, MondrianForestRegressor, f64, f64, targets);
+shard_methods!(RegressorCore, MondrianForestRegressor);
+
+/// A shard's part of the predictive moments as Python holds it: (first tree, trees in
+/// the shard, trees in the forest, mean, m2, variance sum), the arrays one value per row.
+type SumsPart<'py> = (
+    usize,
+    usize,
+    usize,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+#[pymethods]
+impl RegressorCore {
+    /// This shard's part of `predict` (see the library's `predict_sums`):
+    /// `(first_tree, n_shard_trees, n_trees, mean, m2, variance_sum)`;
+    /// `combine_predictions` joins the parts of all shards.
+    fn predict_sums<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<SumsPart<'py>> {
+        let model = &self.inner;
+        let p = with_features(x, &self.last_input_address, |f, _, d| {
+            each_precision!(f, v => py.detach(|| model.predict_sums(v, d))).map_err(py_err)
+        })?;
+        Ok((
+            p.first_tree,
+            p.n_shard_trees,
+            p.n_trees,
+            p.mean.into_pyarray(py),
+            p.m2.into_pyarray(py),
+            p.variance_sum.into_pyarray(py),
+        ))
+    }
+
+    /// The whole forest's predictive (mean, variance, between-tree variance) from the
+    /// `predict_sums` parts of shards covering all its trees, in any order.
+    #[staticmethod]
+    #[allow(clippy::type_complexity)]
+    fn combine_predictions<'py>(
+        py: Python<'py>,
+        parts: Vec<(usize, usize, usize, Vec<f64>, Vec<f64>, Vec<f64>)>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<f64>>,
+    )> {
+        let sums = parts
+            .into_iter()
+            .map(
+                |(first_tree, n_shard_trees, n_trees, mean, m2, variance_sum)| {
+                    mondrian::RegressionSums {
+                        first_tree,
+                        n_shard_trees,
+                        n_trees,
+                        mean,
+                        m2,
+                        variance_sum,
+                    }
+                },
+            )
+            .collect();
+        let p = py
+            .detach(|| MondrianForestRegressor::combine_predictions(sums))
+            .map_err(py_err)?;
+        Ok((
+            p.mean.into_pyarray(py),
+            p.variance.into_pyarray(py),
+            p.between_trees.into_pyarray(py),
+        ))
+    }
+}
