@@ -239,11 +239,9 @@ def test_worker_killed_mid_fit_is_a_clear_error():
         victim = dist._shard_workers[0]
         killer = threading.Timer(1.5, _kill_worker, (client, victim))
         killer.start()
-        start = time.time()
         with pytest.raises(ShardLostError, match="trees 0..5"):
             dist.partial_fit(dx, dy)
         killer.join()
-        assert time.time() - start < 60
     finally:
         client.close()
         cluster.close()

@@ -162,16 +162,8 @@ impl ShardFiles for MondrianForestClassifier {
     fn forest_trees(state: &ClassifierState) -> usize {
         state.params.n_trees
     }
-    fn from_state(s: ClassifierState, range: Option<TreeRange>) -> Result<Self> {
-        let mut forest = s.forest;
-        forest.pool = crate::forest::Pool::new(s.params.n_threads);
-        forest.range = range;
-        let model = MondrianForestClassifier {
-            params: s.params,
-            n_classes: s.n_classes,
-            forest,
-        };
-        model.check_decoded()?;
-        Ok(model)
+    fn from_state(mut s: ClassifierState, range: Option<TreeRange>) -> Result<Self> {
+        s.forest.range = range;
+        Self::try_from(s).map_err(|e| e.0)
     }
 }

@@ -105,15 +105,14 @@ impl MondrianForestRegressor {
         Ok(out)
     }
 
-    /// Predictive mean and variance at each row of `x` (row-major, `n_features` columns);
-    /// any x ∈ R^D is allowed (§3).
-    pub fn predict<T: FeatureValue>(
+    /// Per row, Welford over the held trees' means plus the sum of their variances
+    /// (§3.3): what a prediction, or a shard's part of one, is made from.
+    pub(super) fn tree_moments<T: FeatureValue>(
         &self,
         x: &[T],
         n_features: usize,
-    ) -> Result<RegressionPrediction> {
-        // Welford over the trees' means, plus the sum of their variances (§3.3).
-        let stats = self.per_row(
+    ) -> Result<Vec<(Moments, f64)>> {
+        self.per_row(
             x,
             n_features,
             |_| (Moments::default(), 0.0f64),
@@ -122,7 +121,17 @@ impl MondrianForestRegressor {
                 means.push(m, 1.0);
                 *var_sum += v;
             },
-        )?;
+        )
+    }
+
+    /// Predictive mean and variance at each row of `x` (row-major, `n_features` columns);
+    /// any x ∈ R^D is allowed (§3).
+    pub fn predict<T: FeatureValue>(
+        &self,
+        x: &[T],
+        n_features: usize,
+    ) -> Result<RegressionPrediction> {
+        let stats = self.tree_moments(x, n_features)?;
         Ok(RegressionPrediction {
             mean: stats.iter().map(|(m, _)| m.mean).collect(),
             variance: stats.iter().map(|(m, v)| v / m.n + m.variance()).collect(),

@@ -13,7 +13,7 @@ use crate::data::FeatureValue;
 use crate::error::Result;
 use crate::forest::shard::{mismatch, persistent_forest, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
-use crate::stats::gaussian::{mixture_moments, Estimate, Moments, TargetMoments};
+use crate::stats::gaussian::{Estimate, Moments, TargetMoments};
 
 /// One shard's part of the predictive moments
 /// ([`predict_sums`](MondrianForestRegressor::predict_sums)): per row, the Welford moments
@@ -134,16 +134,7 @@ impl MondrianForestRegressor {
                 "θ by marginal likelihood depends on every tree: merge the shards to predict",
             ));
         }
-        let stats = self.per_row(
-            x,
-            n_features,
-            |_| (Moments::default(), 0.0f64),
-            |(means, var_sum), comps| {
-                let (m, v) = mixture_moments(comps);
-                means.push(m, 1.0);
-                *var_sum += v;
-            },
-        )?;
+        let stats = self.tree_moments(x, n_features)?;
         let range = self.shard_range();
         Ok(RegressionSums {
             first_tree: range.start,
@@ -223,21 +214,8 @@ impl ShardFiles for MondrianForestRegressor {
     fn forest_trees(state: &RegressorState) -> usize {
         state.params.n_trees
     }
-    fn from_state(s: RegressorState, range: Option<TreeRange>) -> Result<Self> {
-        let mut forest = s.forest;
-        forest.pool = crate::forest::Pool::new(s.params.n_threads);
-        forest.range = range;
-        let mut model = MondrianForestRegressor {
-            params: s.params,
-            forest,
-            labels: s.labels,
-            labels_released: s.labels_released,
-            calibration: s.calibration,
-            theta: None,
-            messages: Vec::new(),
-        };
-        model.check_decoded()?;
-        model.refresh();
-        Ok(model)
+    fn from_state(mut s: RegressorState, range: Option<TreeRange>) -> Result<Self> {
+        s.forest.range = range;
+        Self::try_from(s).map_err(|e| e.0)
     }
 }
