@@ -64,3 +64,16 @@ def _runs_without_gil(call):
 @pytest.fixture
 def runs_without_gil():
     return _runs_without_gil
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A client of a LocalCluster with 2 worker processes, shared by the Dask tests."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

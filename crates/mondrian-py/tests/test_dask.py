@@ -23,15 +23,9 @@ from mondrian_ml.dask import (  # noqa: E402
 N, D, CHUNK, TREES = 400, 4, 100, 10
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0"
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+@pytest.fixture
+def client(dask_client):
+    return dask_client
 
 
 def data(seed=0):
@@ -254,4 +248,4 @@ def test_progress_through_dask_diagnostics(client, capsys):
     )
     dist.partial_fit(da.from_array(x, chunks=CHUNK), da.from_array(y, chunks=CHUNK))
     out = capsys.readouterr()
-    assert "100%" in out.out + out.err
+    assert "4/4 partitions (100%), 400 rows" in out.err
