@@ -153,3 +153,16 @@ def test_unfitted_and_bad_input_are_clear_errors(dask_client):
         est.partial_fit(da.from_array(x, chunks=CHUNK), da.from_array(y + 5, chunks=CHUNK))
     with pytest.raises(ValueError, match="rows"):
         est.partial_fit(da.from_array(x, chunks=CHUNK), da.from_array(y[:10], chunks=5))
+
+
+def test_marginal_likelihood_theta_asks_for_the_merged_forest(dask_client):
+    x, _, y = data(5)
+    dx, dy = da.from_array(x, chunks=CHUNK), da.from_array(y, chunks=CHUNK)
+    params = dict(n_estimators=TREES, random_state=0, theta_estimate="marginal_likelihood")
+    dist = DaskMondrianForestRegressor(client=dask_client, **params).fit(dx, dy)
+    with pytest.raises(ValueError, match="to_local"):
+        dist.predict(dx)
+    local = MondrianForestRegressor(**params).fit(x, y)
+    merged = dist.to_local()
+    assert merged._core.to_bytes() == local._core.to_bytes()
+    assert np.array_equal(merged.predict(x), local.predict(x))

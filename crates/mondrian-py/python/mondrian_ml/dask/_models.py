@@ -118,6 +118,11 @@ class DaskMondrianForestRegressor(DaskForest):
 
     def predict(self, X, return_std=False):
         """Predictive mean (and with ``return_std`` the standard deviation), lazy."""
+        if self.forest_params.get("theta_estimate") == "marginal_likelihood":
+            raise ValueError(
+                "θ by marginal likelihood depends on every tree, so the shards cannot "
+                "predict apart: predict with to_local()"
+            )
         m = _lazy(self._blocks(X), _worker.moments_block, self._actors, 3, "predict")
         if return_std:
             return m[:, 0], np.sqrt(m[:, 1])
