@@ -59,8 +59,8 @@ pub use error::{MondrianError, Result};
 pub use forest::{
     Calibration, ClassifierParams, Evaluation, Explanation, ForestSummary, LeafKind,
     MondrianForestClassifier, MondrianForestRegressor, MondrianPolyaForest, PolyaLeaf, PolyaParams,
-    PolyaVariant, ProbaSum, Progress, RegressionPrediction, RegressionSums, RegressorParams,
-    RowScore, Step, TreeExplanation, CV_MAX_TREES, SCALE_FROM_FEATURES,
+    PolyaSum, PolyaVariant, ProbaSum, Progress, RegressionPrediction, RegressionSums,
+    RegressorParams, RowScore, Step, TreeExplanation, CV_MAX_TREES, SCALE_FROM_FEATURES,
 };
 pub use persist::Persistent;
 pub use stats::gaussian::{Estimate, HyperSettings, NoiseRule, PredictionMode};

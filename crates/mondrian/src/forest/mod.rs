@@ -31,8 +31,8 @@ pub(crate) mod weights;
 
 pub use classifier::{ClassifierParams, MondrianForestClassifier, ProbaSum};
 pub use density::{
-    Evaluation, Explanation, LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaParams, PolyaVariant,
-    RowScore, Step, TreeExplanation, SCALE_FROM_FEATURES,
+    Evaluation, Explanation, LeafKind, MondrianPolyaForest, PolyaLeaf, PolyaParams, PolyaSum,
+    PolyaVariant, RowScore, Step, TreeExplanation, SCALE_FROM_FEATURES,
 };
 pub use regressor::{
     Calibration, MondrianForestRegressor, RegressionPrediction, RegressionSums, RegressorParams,

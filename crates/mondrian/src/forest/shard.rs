@@ -92,7 +92,7 @@ pub(crate) fn check_same<M, T: PartialEq>(
 
 /// Ranges that cut `range` into `k` contiguous parts whose sizes differ by at most one
 /// (the larger ones first).
-fn cut(range: TreeRange, k: usize) -> Result<Vec<TreeRange>> {
+pub(crate) fn cut(range: TreeRange, k: usize) -> Result<Vec<TreeRange>> {
     if k == 0 || k > range.count {
         return Err(MondrianError::InvalidParameter {
             name: "k",

@@ -10,6 +10,7 @@
 //! | `decode.rs` | checks of a decoded forest |
 //! | `explain.rs` | explanations of a score (§8.4, an extension) |
 //! | `stream.rs` | `score_stream`: windowed insert-then-score, row by row (§7.6) |
+//! | `shard.rs` | tree-parallel shards: split, merge, partial scores and their combination |
 //!
 //! The streaming forest is the engine's [`Forest`] with [`PointCounts`]: its insertions,
 //! exact deletions and windows are the engine's own. The batch forest keeps its points in
@@ -27,18 +28,20 @@ mod explain;
 mod params;
 mod partition;
 mod polya;
+mod shard;
 mod stream;
 
 pub use explain::{Explanation, TreeExplanation};
 pub use params::{PolyaParams, PolyaVariant, SCALE_FROM_FEATURES};
 pub use polya::{Evaluation, LeafKind, PolyaLeaf, Step};
+pub use shard::PolyaSum;
 
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{tree_rng, Forest, Growth, PointStore, Pool, TreeUnit};
+use super::{tree_rng, Forest, Growth, PointStore, Pool, TreeRange, TreeUnit};
 use crate::data::{FeatureValue, Rows, MAX_THREADS};
 use crate::error::{MondrianError, Result};
 use crate::model::{Checked, Forget, Model, Params};
@@ -48,6 +51,7 @@ use crate::tree::PauseRule;
 use batch::BatchTrees;
 use partition::Partition;
 use polya::StreamingView;
+use shard::reduce_row;
 
 /// The forest's verdict on one row.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
@@ -98,6 +102,10 @@ enum Trees {
 pub struct MondrianPolyaForest {
     params: PolyaParams,
     trees: Trees,
+    /// The trees held, if this forest is a shard (`shard.rs`); not saved in the model's
+    /// body, so a whole forest's encoding is unchanged (a shard's file holds it beside).
+    #[serde(skip)]
+    range: Option<TreeRange>,
 }
 
 impl MondrianPolyaForest {
@@ -120,6 +128,7 @@ impl MondrianPolyaForest {
             return Err(MondrianError::EmptyData("fit needs at least one row"));
         }
         let mut fresh = Self::with_params(self.params.clone().check()?);
+        fresh.range = self.range;
         fresh.train(&rows)?;
         *self = fresh;
         Ok(())
@@ -134,6 +143,7 @@ impl MondrianPolyaForest {
         x: &[T],
         n_features: usize,
     ) -> Result<Vec<RowScore>> {
+        self.whole_only("fit_evaluate")?;
         let rows = Rows::new(x, n_features)?;
         let n = rows.n_rows();
         let holds_all = self.params.window.is_none_or(|w| w >= n);
@@ -204,7 +214,7 @@ impl MondrianPolyaForest {
         let held = self.store().map_or(0, |s| s.len());
         let shape = crate::memory::ForestShape {
             n_trees: match self.params.variant {
-                PolyaVariant::Streaming => self.params.n_trees,
+                PolyaVariant::Streaming => self.held_trees(),
                 PolyaVariant::Batch => 0,
             },
             n_points: n_rows,
@@ -258,10 +268,12 @@ impl MondrianPolyaForest {
     fn start<T: FeatureValue>(&mut self, rows: &Rows<T>) -> Result<()> {
         let d = rows.n_features();
         let scaling = self.params.scaling_for(d);
+        let (range, held) = (self.range, self.shard_range());
         let p = &self.params;
         self.trees = match p.variant {
             PolyaVariant::Streaming => {
                 let mut forest = Forest::new(p.n_threads);
+                forest.range = range;
                 forest.store.start(rows, &scaling)?;
                 forest.plant(
                     p.n_trees,
@@ -286,8 +298,7 @@ impl MondrianPolyaForest {
                 let pool = Pool::new(p.n_threads);
                 let (lifetime, max_depth, seed) = (p.lifetime, p.max_depth, p.seed);
                 let trees = pool.install(|| {
-                    (0..p.n_trees)
-                        .into_par_iter()
+                    held.into_par_iter()
                         .map(|t| {
                             let mut rng = tree_rng(seed, t);
                             Partition::sample(&lower, &upper, lifetime, max_depth, &mut rng)
@@ -376,7 +387,7 @@ impl MondrianPolyaForest {
         };
         let mut out = vec![R::default(); n_rows];
         let block = pool.prediction_block_rows(n_rows, std::mem::size_of::<R>().max(8));
-        let m = self.params.n_trees;
+        let m = self.held_trees();
         let tables = match &self.trees {
             Trees::Batch(b) => b.tables(n_rows, self.params.gamma),
             _ => None,
@@ -407,7 +418,7 @@ impl MondrianPolyaForest {
         out: &mut [Evaluation],
         tables: Option<&[Vec<Evaluation>]>,
     ) {
-        let (gamma, m) = (self.params.gamma, self.params.n_trees);
+        let (gamma, m) = (self.params.gamma, self.held_trees());
         let d = self.n_features().unwrap_or(0).max(1);
         match &self.trees {
             Trees::Empty => {}
@@ -508,8 +519,11 @@ impl MondrianPolyaForest {
         Ok((store.scale(&rows)?, rows.n_rows()))
     }
 
-    /// The forest's mass, log-density and domain flag per row (§5, §8.3).
+    /// The forest's mass, log-density and domain flag per row (§5, §8.3). A shard
+    /// refuses (its trees are part of the average): combine the shards'
+    /// [`evaluate_sum`](Self::evaluate_sum) parts, or merge them first.
     pub fn evaluate<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<RowScore>> {
+        self.whole_only("evaluate")?;
         let (scaled, n) = self.scaled(x, n_features)?;
         let jac = self.log_jacobian(&self.active());
         let m = self.params.n_trees as f64;
@@ -534,11 +548,14 @@ impl MondrianPolyaForest {
             .collect())
     }
 
-    /// Each tree's leaf mass per row, row-major `n_rows × n_trees` (§8.3).
+    /// Each tree's leaf mass per row, row-major `n_rows × n_trees` (§8.3). A shard gives
+    /// only its own trees' columns (`n_rows × shard_range().len()`), so the shards' outputs
+    /// put side by side in range order are the whole forest's: from them a distributed
+    /// caller can take order statistics over all M trees.
     pub fn mass_per_tree<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<f64>> {
         let (scaled, n) = self.scaled(x, n_features)?;
         let d = n_features.max(1);
-        let mut out = Vec::with_capacity(n * self.params.n_trees);
+        let mut out = Vec::with_capacity(n * self.held_trees());
         let mut evals = Vec::new();
         for xi in scaled.chunks_exact(d) {
             evals.clear();
@@ -556,6 +573,8 @@ impl MondrianPolyaForest {
         n_features: usize,
         phi: f64,
     ) -> Result<Vec<f64>> {
+        // The rank is over all M trees: a shard's own would be a wrong answer.
+        self.whole_only("order_stat_score")?;
         let k = order_rank(phi, self.params.n_trees)?;
         let (scaled, n) = self.scaled(x, n_features)?;
         self.each_row(&scaled, n, |evals| {
@@ -574,6 +593,7 @@ impl MondrianPolyaForest {
         epsilon: f64,
         phi: f64,
     ) -> Result<Vec<bool>> {
+        self.whole_only("is_anomaly")?;
         if !(0.0..=1.0).contains(&epsilon) {
             return Err(MondrianError::InvalidParameter {
                 name: "epsilon",
@@ -587,23 +607,25 @@ impl MondrianPolyaForest {
         })
     }
 
-    /// Every Pólya leaf of tree `t` with its mass and volume (in the trees' space).
+    /// Every Pólya leaf of tree `t` with its mass and volume (in the trees' space). `t` is
+    /// the tree's global index: a shard has only the trees of its
+    /// [`shard_range`](Self::shard_range).
     pub fn leaves(&self, t: usize) -> Result<Vec<PolyaLeaf>> {
         let gamma = self.params.gamma;
+        let held = self.shard_range();
+        let missing = || MondrianError::InvalidParameter {
+            name: "tree",
+            reason: format!("no tree {t} (trees held: {}..{})", held.start, held.end),
+        };
+        let local = t.checked_sub(held.start).filter(|_| held.contains(&t));
         match &self.trees {
             Trees::Empty => Err(MondrianError::NotFitted),
             Trees::Streaming(f) => {
-                let unit = f.trees.get(t).ok_or(MondrianError::InvalidParameter {
-                    name: "tree",
-                    reason: format!("no tree {t}"),
-                })?;
+                let unit = local.and_then(|i| f.trees.get(i)).ok_or_else(missing)?;
                 Ok(self.view(unit, f.store.data().features).leaves())
             }
             Trees::Batch(b) => {
-                let tree = b.trees.get(t).ok_or(MondrianError::InvalidParameter {
-                    name: "tree",
-                    reason: format!("no tree {t}"),
-                })?;
+                let tree = local.and_then(|i| b.trees.get(i)).ok_or_else(missing)?;
                 Ok(tree.leaves(gamma, b.log_domain()))
             }
         }
@@ -613,6 +635,7 @@ impl MondrianPolyaForest {
     /// tree's path with its shares, the critical step, the out-of-box dimensions and the
     /// per-feature attribution. Thresholds are in raw units.
     pub fn explain<T: FeatureValue>(&self, x: &[T]) -> Result<Explanation> {
+        self.whole_only("explain")?;
         let d = x.len();
         let (scaled, _) = self.scaled(x, d)?;
         let mut evals = Vec::new();
@@ -674,27 +697,6 @@ fn log_factor(factors: &[f64], active: &[bool]) -> f64 {
         .sum()
 }
 
-/// The forest's row score from its trees' evaluations (`m` trees; `jac` the log-Jacobian
-/// to raw units).
-fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
-    let mass = evals.iter().map(|e| e.log_mass.exp()).sum::<f64>() / m;
-    let top = evals
-        .iter()
-        .map(Evaluation::log_density)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let log_density = if top.is_infinite() {
-        top
-    } else {
-        let s: f64 = evals.iter().map(|e| (e.log_density() - top).exp()).sum();
-        top + s.ln() - m.ln() + jac
-    };
-    RowScore {
-        mass,
-        log_density,
-        out_of_domain: evals.iter().all(|e| e.kind == LeafKind::OutOfDomain),
-    }
-}
-
 /// `⌈φ·M⌉`, for φ in (0, 1]: the fewest trees k whose fraction k/M is at least φ, the
 /// fraction compared as a float. The product φ·M can round above an integer (0.07 · 100
 /// is 7.000000000000001, 0.55 · 100 is 55.00000000000001), and its ceiling would then ask
@@ -727,6 +729,7 @@ impl Model for MondrianPolyaForest {
         MondrianPolyaForest {
             params: params.into_inner(),
             trees: Trees::Empty,
+            range: None,
         }
     }
     fn params(&self) -> &PolyaParams {
@@ -756,8 +759,4 @@ impl Forget for MondrianPolyaForest {
     fn point_ids(&self) -> Vec<u64> {
         MondrianPolyaForest::point_ids(self)
     }
-}
-
-impl crate::persist::Persistent for MondrianPolyaForest {
-    const KIND: &'static str = "mondrian-polya-forest";
 }

@@ -21,13 +21,16 @@ impl MondrianPolyaForest {
     /// then the oldest point leaves and the row is inserted. Equal, row for row, to
     /// calling [`partial_fit`](Self::partial_fit) then [`evaluate`](Self::evaluate) on
     /// each row in turn (prequential: `evaluate` then `partial_fit`); each tree runs
-    /// through the rows on its own, in parallel.
+    /// through the rows on its own, in parallel. A shard refuses, before it changes
+    /// (each row's score needs all M trees): train the shards with `partial_fit` and
+    /// combine their `evaluate_sum` parts.
     pub fn score_stream<T: FeatureValue>(
         &mut self,
         x: &[T],
         n_features: usize,
         prequential: bool,
     ) -> Result<Vec<RowScore>> {
+        self.whole_only("score_stream")?;
         let rows = match self.store() {
             Some(s) => s.rows(x, n_features)?,
             None => {
