@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mondrian::model::Forget;
 use mondrian::{
-    Explanation, MondrianError, MondrianPolyaForest, Persistent, PolyaParams, PolyaVariant,
-    RowScore, Step,
+    Explanation, MondrianError, MondrianPolyaForest, Persistent, PolyaParams, PolyaSum,
+    PolyaVariant, RowScore, Step,
 };
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -202,13 +202,14 @@ impl PolyaCore {
         Ok(scores_arrays(py, rows))
     }
 
-    /// Each tree's leaf mass per row, `n_rows × n_trees`.
+    /// Each tree's leaf mass per row, `n_rows × n_trees`; a shard gives its own trees'
+    /// columns only (`n_rows × (end − start)` of its `shard_range`), in tree order.
     fn mass_per_tree<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let m = self.inner.n_trees();
+        let m = self.inner.shard_range().len();
         let out = self.rows(
             py,
             x,
@@ -325,3 +326,89 @@ impl PolyaCore {
 }
 
 file_methods!(PolyaCore, MondrianPolyaForest);
+shard_methods!(PolyaCore, MondrianPolyaForest);
+
+/// A shard's part of the scores as Python holds it: (first tree, trees in the shard, trees
+/// in the forest, mass sums, log density sums, all-outside flags), one entry a row.
+type PolyaPart<'py> = (
+    usize,
+    usize,
+    usize,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<bool>>,
+);
+
+/// A part as `combine_evaluations` takes it: the arrays of `PolyaPart` as any objects
+/// (read by [`array_values`]).
+type PartIn<'py> = (
+    usize,
+    usize,
+    usize,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
+/// The values of a 1-d array of `T`, copied. An array that is not contiguous or not
+/// aligned (arrays that arrive through Dask's RPC can be misaligned) is first copied by
+/// NumPy, which makes it both.
+fn array_values<T: numpy::Element + Copy>(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<T>> {
+    let wrong = |_| PyValueError::new_err(format!("{what} must be a 1-d array of its dtype"));
+    let array: PyReadonlyArray1<'_, T> = a.extract().map_err(wrong)?;
+    if let Ok(values) = array.as_slice() {
+        return Ok(values.to_vec());
+    }
+    let copy: PyReadonlyArray1<'_, T> = a.call_method0("copy")?.extract().map_err(wrong)?;
+    let values = copy
+        .as_slice()
+        .map_err(|_| PyValueError::new_err(format!("{what}: cannot read the array")))?;
+    Ok(values.to_vec())
+}
+
+#[pymethods]
+impl PolyaCore {
+    /// This core's part of `evaluate` (see the library's `evaluate_sum`): `(first_tree,
+    /// n_shard_trees, n_trees, mass_sum, log_density_sum, all_outside)`, one entry a row;
+    /// `combine_evaluations` joins the parts of shards covering all the trees.
+    fn evaluate_sum<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<PolyaPart<'py>> {
+        let p = self.rows(
+            py,
+            x,
+            |m, f, d| each_precision!(f, v => m.evaluate_sum(v, d)),
+        )?;
+        Ok((
+            p.first_tree,
+            p.n_shard_trees,
+            p.n_trees,
+            p.mass_sum.into_pyarray(py),
+            p.log_density_sum.into_pyarray(py),
+            p.all_outside.into_pyarray(py),
+        ))
+    }
+
+    /// The whole forest's `(mass, log_density, out_of_domain)`, as `evaluate` returns
+    /// them, from the `evaluate_sum` parts of shards covering all its trees, in any order.
+    #[staticmethod]
+    fn combine_evaluations<'py>(py: Python<'py>, parts: Vec<PartIn<'py>>) -> PyResult<Scores<'py>> {
+        let mut sums = Vec::with_capacity(parts.len());
+        for (first_tree, n_shard_trees, n_trees, mass, log_density, outside) in &parts {
+            sums.push(PolyaSum {
+                first_tree: *first_tree,
+                n_shard_trees: *n_shard_trees,
+                n_trees: *n_trees,
+                mass_sum: array_values(mass, "mass_sum")?,
+                log_density_sum: array_values(log_density, "log_density_sum")?,
+                all_outside: array_values(outside, "all_outside")?,
+            });
+        }
+        let rows = py
+            .detach(|| MondrianPolyaForest::combine_evaluations(sums))
+            .map_err(py_err)?;
+        Ok(scores_arrays(py, rows))
+    }
+}
