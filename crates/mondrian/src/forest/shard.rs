@@ -90,6 +90,54 @@ pub(crate) fn check_same<M, T: PartialEq>(
     }
 }
 
+/// Checks that tree ranges, given sorted by their start, are non-empty and tile one
+/// contiguous range, and returns it.
+pub(crate) fn tile(ranges: impl IntoIterator<Item = Range<usize>>) -> Result<Range<usize>> {
+    let mut ranges = ranges.into_iter().peekable();
+    let start = ranges.peek().map_or(0, |r| r.start);
+    let mut end = start;
+    for r in ranges {
+        if r.is_empty() {
+            return Err(mismatch(format!(
+                "a part holds no trees (at tree {})",
+                r.start
+            )));
+        }
+        if r.start != end {
+            return Err(mismatch(match r.start < end {
+                true => format!("tree ranges overlap at tree {}", r.start),
+                false => format!("trees {end}..{} are missing", r.start),
+            }));
+        }
+        end = r.end;
+    }
+    Ok(start..end)
+}
+
+/// Checks that parts (`(first tree, tree count)`, sorted by first tree) cover exactly the
+/// trees `0..n_trees` of one forest: what combining shards' predictions needs.
+pub(crate) fn cover(parts: impl IntoIterator<Item = (usize, usize)>, n_trees: usize) -> Result<()> {
+    let held = tile(
+        parts
+            .into_iter()
+            .map(|(first, count)| first..first.saturating_add(count)),
+    )?;
+    if held.start != 0 {
+        return Err(mismatch(format!("trees 0..{} are missing", held.start)));
+    }
+    match held.end.cmp(&n_trees) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Less => Err(mismatch(format!(
+            "trees {}..{n_trees} are missing",
+            held.end
+        ))),
+        std::cmp::Ordering::Greater => Err(mismatch(format!(
+            "the parts cover {} trees of a forest of {n_trees}",
+            held.end
+        ))),
+    }
+}
+
 /// Ranges that cut `range` into `k` contiguous parts whose sizes differ by at most one
 /// (the larger ones first).
 pub(crate) fn cut(range: TreeRange, k: usize) -> Result<Vec<TreeRange>> {
@@ -178,19 +226,10 @@ where
         let store = bincode::serialize(&shards[0].store)
             .map_err(|e| mismatch(format!("cannot encode a point store: {e}")))?;
         let planted = !shards[0].trees.is_empty();
-        let start = shards[0].tree_range(n_trees).start;
-        let mut end = start;
+        let held = tile(shards.iter().map(|s| s.tree_range(n_trees)))?;
         for s in &shards {
-            let r = s.tree_range(n_trees);
-            if r.start != end {
-                return Err(mismatch(match r.start < end {
-                    true => format!("tree ranges overlap at tree {}", r.start),
-                    false => format!("trees {end}..{} are missing", r.start),
-                }));
-            }
-            end = r.end;
             if s.trees.is_empty() == planted
-                || (planted && s.trees.len() != r.len())
+                || (planted && s.trees.len() != s.tree_range(n_trees).len())
                 || bincode::serialize(&s.store).ok().as_ref() != Some(&store)
             {
                 return Err(mismatch(
@@ -203,9 +242,9 @@ where
         for s in shards {
             merged.trees.extend(s.trees);
         }
-        merged.range = (end - start < n_trees).then_some(TreeRange {
-            first: start,
-            count: end - start,
+        merged.range = (held.len() < n_trees).then_some(TreeRange {
+            first: held.start,
+            count: held.len(),
         });
         Ok(merged)
     }
@@ -369,6 +408,19 @@ mod tests {
         assert_eq!(sizes, vec![(2, 4), (6, 3), (9, 3)]);
         assert!(cut(TreeRange { first: 0, count: 2 }, 3).is_err());
         assert!(cut(TreeRange { first: 0, count: 2 }, 0).is_err());
+    }
+
+    #[test]
+    fn tiles_are_contiguous_and_covers_whole() {
+        assert_eq!(tile([0..3, 3..5]).unwrap(), 0..5);
+        assert!(tile([0..3, 2..5]).is_err());
+        assert!(tile([0..3, 4..5]).is_err());
+        assert!(tile([0..3, 3..3, 3..5]).is_err());
+        assert!(cover([(0, 3), (3, 2)], 5).is_ok());
+        assert!(cover([(1, 4)], 5).is_err());
+        assert!(cover([(0, 3)], 5).is_err());
+        assert!(cover([(0, 3), (3, 4)], 5).is_err());
+        assert!(cover([(0, 3), (3, usize::MAX)], 5).is_err());
     }
 
     #[test]

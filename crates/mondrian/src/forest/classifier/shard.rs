@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::{ClassifierParams, ClassifierState, MondrianForestClassifier};
 use crate::data::FeatureValue;
 use crate::error::Result;
-use crate::forest::shard::{mismatch, persistent_forest, ShardFiles};
+use crate::forest::shard::{cover, mismatch, persistent_forest, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
 use crate::stats::label::LabelCounts;
 
@@ -126,25 +126,18 @@ impl MondrianForestClassifier {
             return Err(mismatch("no shard predictions to combine"));
         };
         let (m, k, len) = (first.n_trees, first.n_classes, first.sums.len());
-        let mut end = 0;
+        if parts
+            .iter()
+            .any(|p| (p.n_trees, p.n_classes, p.sums.len()) != (m, k, len))
+        {
+            return Err(mismatch(
+                "the predictions have different tree counts, class counts or rows",
+            ));
+        }
+        cover(parts.iter().map(|p| (p.first_tree, p.n_shard_trees)), m)?;
         let mut out = vec![0.0; len];
         for p in &parts {
-            if (p.n_trees, p.n_classes, p.sums.len()) != (m, k, len) {
-                return Err(mismatch(
-                    "the predictions have different tree counts, class counts or rows",
-                ));
-            }
-            if p.first_tree != end {
-                return Err(mismatch(match p.first_tree < end {
-                    true => format!("tree ranges overlap at tree {}", p.first_tree),
-                    false => format!("trees {end}..{} are missing", p.first_tree),
-                }));
-            }
-            end += p.n_shard_trees;
             out.iter_mut().zip(&p.sums).for_each(|(o, s)| *o += s);
-        }
-        if end != m {
-            return Err(mismatch(format!("trees {end}..{m} are missing")));
         }
         out.iter_mut().for_each(|p| *p = p.min(1.0));
         Ok(out)

@@ -26,7 +26,7 @@ use super::polya::{Evaluation, LeafKind};
 use super::{MondrianPolyaForest, PolyaParams, RowScore, Trees};
 use crate::data::FeatureValue;
 use crate::error::Result;
-use crate::forest::shard::{cut, mismatch, persistent_forest, ShardFiles};
+use crate::forest::shard::{cover, cut, mismatch, persistent_forest, tile, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
 
 /// One shard's part of the forest's scores
@@ -113,23 +113,6 @@ fn combine_row(parts: &[RowPart], m: f64) -> RowScore {
 /// log-Jacobian to raw units): the combination of the row's single part.
 pub(super) fn reduce_row(evals: &[Evaluation], m: f64, jac: f64) -> RowScore {
     combine_row(&[part_of_row(evals, jac)], m)
-}
-
-/// Checks that ranges sorted by their start tile one contiguous range, and returns it.
-fn tile(ranges: impl IntoIterator<Item = Range<usize>>) -> Result<Range<usize>> {
-    let mut ranges = ranges.into_iter().peekable();
-    let start = ranges.peek().map_or(0, |r| r.start);
-    let mut end = start;
-    for r in ranges {
-        if r.start != end {
-            return Err(mismatch(match r.start < end {
-                true => format!("tree ranges overlap at tree {}", r.start),
-                false => format!("trees {end}..{} are missing", r.start),
-            }));
-        }
-        end = r.end;
-    }
-    Ok(start..end)
 }
 
 /// The shards hold different points (or some are fitted and others not).
@@ -332,7 +315,6 @@ impl MondrianPolyaForest {
             return Err(mismatch("no shard evaluations to combine"));
         };
         let (m, len) = (first.n_trees, first.mass_sum.len());
-        let mut end = 0usize;
         for p in &parts {
             if p.n_trees != m
                 || p.mass_sum.len() != len
@@ -343,23 +325,8 @@ impl MondrianPolyaForest {
                     "the evaluations have different tree counts or rows",
                 ));
             }
-            if p.n_shard_trees == 0 {
-                return Err(mismatch("an evaluation covers no trees"));
-            }
-            if p.first_tree != end {
-                return Err(mismatch(match p.first_tree < end {
-                    true => format!("tree ranges overlap at tree {}", p.first_tree),
-                    false => format!("trees {end}..{} are missing", p.first_tree),
-                }));
-            }
-            end = end.saturating_add(p.n_shard_trees);
         }
-        if end != m {
-            return Err(mismatch(match end < m {
-                true => format!("trees {end}..{m} are missing"),
-                false => format!("the evaluations cover {end} trees of a forest of {m}"),
-            }));
-        }
+        cover(parts.iter().map(|p| (p.first_tree, p.n_shard_trees)), m)?;
         let mut row = Vec::with_capacity(parts.len());
         Ok((0..len)
             .map(|i| {
@@ -517,12 +484,5 @@ mod tests {
                 2..3
             );
         }
-    }
-
-    #[test]
-    fn tiles_are_contiguous() {
-        assert_eq!(tile([0..3, 3..5]).unwrap(), 0..5);
-        assert!(tile([0..3, 2..5]).is_err());
-        assert!(tile([0..3, 4..5]).is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::ops::Range;
 use super::{MondrianForestRegressor, RegressionPrediction, RegressorParams, RegressorState};
 use crate::data::FeatureValue;
 use crate::error::Result;
-use crate::forest::shard::{mismatch, persistent_forest, ShardFiles};
+use crate::forest::shard::{cover, mismatch, persistent_forest, ShardFiles};
 use crate::forest::{check_same, Forest, TreeRange};
 use crate::stats::gaussian::{Estimate, Moments, TargetMoments};
 
@@ -158,26 +158,20 @@ impl MondrianForestRegressor {
             return Err(mismatch("no shard predictions to combine"));
         };
         let (m, len) = (first.n_trees, first.mean.len());
-        let mut end = 0;
-        let mut means = vec![Moments::default(); len];
-        let mut var_sum = vec![0.0; len];
-        for p in &parts {
-            if p.n_trees != m
+        if parts.iter().any(|p| {
+            p.n_trees != m
                 || p.mean.len() != len
                 || p.m2.len() != len
                 || p.variance_sum.len() != len
-            {
-                return Err(mismatch(
-                    "the predictions have different tree counts or rows",
-                ));
-            }
-            if p.first_tree != end {
-                return Err(mismatch(match p.first_tree < end {
-                    true => format!("tree ranges overlap at tree {}", p.first_tree),
-                    false => format!("trees {end}..{} are missing", p.first_tree),
-                }));
-            }
-            end += p.n_shard_trees;
+        }) {
+            return Err(mismatch(
+                "the predictions have different tree counts or rows",
+            ));
+        }
+        cover(parts.iter().map(|p| (p.first_tree, p.n_shard_trees)), m)?;
+        let mut means = vec![Moments::default(); len];
+        let mut var_sum = vec![0.0; len];
+        for p in &parts {
             for i in 0..len {
                 let part = Moments {
                     n: p.n_shard_trees as f64,
@@ -187,9 +181,6 @@ impl MondrianForestRegressor {
                 means[i] = Moments::merge(means[i], part);
                 var_sum[i] += p.variance_sum[i];
             }
-        }
-        if end != m {
-            return Err(mismatch(format!("trees {end}..{m} are missing")));
         }
         Ok(RegressionPrediction {
             mean: means.iter().map(|s| s.mean).collect(),
