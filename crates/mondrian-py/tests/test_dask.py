@@ -164,7 +164,7 @@ def _kill_worker(client, address):
     pid = client.run(os.getpid, workers=[address])[address]
     os.kill(pid, signal.SIGKILL)
     deadline = time.time() + 30
-    while address in client.scheduler_info(n_workers=-1)["workers"]:
+    while address in client.nthreads():
         assert time.time() < deadline, "the killed worker is still listed"
         time.sleep(0.1)
 

@@ -186,7 +186,7 @@ class DaskForest:
         return self.client if self.client is not None else default_client()
 
     def _workers(self):
-        return sorted(self._client().scheduler_info(n_workers=-1)["workers"])
+        return _workers(self._client())
 
     def _place(self, items, from_paths=False):
         """Actors around shard cores (or shard files), spread over the workers."""
@@ -489,7 +489,7 @@ class DaskForest:
             from distributed import default_client
 
             client = default_client()
-        n_shards = n_shards or len(client.scheduler_info(n_workers=-1)["workers"])
+        n_shards = n_shards or len(_workers(client))
         out = cls(client=client, n_shards=n_shards, **params)
         out._place(core.split(n_shards))
         out.n_features_in_ = core.n_features
@@ -508,6 +508,13 @@ class DaskForest:
         if parts.frame:
             X = X.to_dask_array()
         return X if X.numblocks[1] == 1 else X.rechunk({1: -1})
+
+
+def _workers(client):
+    """The workers' addresses, asked of the scheduler now. (``scheduler_info()`` returns
+    the client's cached identity, which its background refresh may replace with one that
+    lists no workers: every shard would look lost.)"""
+    return sorted(client.nthreads())
 
 
 def _manifest_shards(directory):

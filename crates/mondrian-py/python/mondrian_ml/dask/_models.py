@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import uuid
 
 import numpy as np
@@ -149,14 +148,8 @@ class DaskMondrianPolyaForest(DaskForest):
     _local = MondrianPolyaForest
 
     def _contamination(self):
-        c = self.forest_params.get("contamination", "auto")
-        if isinstance(c, str):
-            if c != "auto":
-                raise ValueError(f"contamination must be 'auto' or a float, got {c!r}")
-            return None
-        if not isinstance(c, numbers.Real) or isinstance(c, bool) or not 0.0 < c <= 0.5:
-            raise ValueError(f"contamination must be 'auto' or a float in (0, 0.5], got {c!r}")
-        return float(c)
+        """None for "auto", else the float (checked as the local estimator checks it)."""
+        return self._local(**self.forest_params)._check_contamination()
 
     def _set_offset(self, X, first):
         c = self._contamination()
