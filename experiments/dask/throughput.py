@@ -1,10 +1,11 @@
-"""Throughput of mondrian_ml.dask on a LocalCluster of 1 and 2 workers, over a stream
+"""Throughput of mondrian_ml.dask on 1 and 2 workers of this machine, over a stream
 whose partitions are made on the workers (never held whole by the client).
 
 For each worker count: a DaskMondrianForestClassifier (a window of the last --window
 rows, one shard per worker) takes --rows rows in partitions of --chunk rows by
-partial_fit. A thread samples, every --every seconds, the client's resident memory and
-each worker's (the scheduler's metrics); the task stream gives the time each kind of
+partial_fit. The scheduler and the workers are processes of their own (`dask scheduler`,
+`dask worker`), as on a real cluster. A thread samples, every --every seconds, the
+resident memory of the client, of the scheduler and of each worker; the task stream gives the time each kind of
 task took (making a partition, moving it to another worker, a shard's training step).
 The same forest on one process without Dask (the same partitions, made in the loop)
 gives the reference rate.
@@ -20,8 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import dask.array as da
@@ -41,12 +46,49 @@ def labels(x):
     return ((s > 0.4) & (s < 1.1)).astype(np.int64)
 
 
-class Sampler(threading.Thread):
-    """Samples the client's RSS and the workers' memory every ``every`` seconds."""
+def worker_rss():
+    return psutil.Process(os.getpid()).memory_info().rss
 
-    def __init__(self, client, every):
+
+@contextmanager
+def cluster(n_workers):
+    """A scheduler and ``n_workers`` one-thread workers, each its own process, as on a
+    real cluster (a LocalCluster would run the scheduler inside the client's process, and
+    its memory would count as the client's). Yields (client, scheduler process)."""
+    dask = str(Path(sys.executable).parent / "dask")
+    with tempfile.TemporaryDirectory() as tmp:
+        file = os.path.join(tmp, "scheduler.json")
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        scheduler = subprocess.Popen(
+            [dask, "scheduler", "--scheduler-file", file, "--port", "0", "--no-dashboard"],
+            **quiet,
+        )
+        workers = subprocess.Popen(
+            [dask, "worker", "--scheduler-file", file, "--nworkers", str(n_workers),
+             "--nthreads", "1", "--memory-limit", "8GiB", "--no-dashboard"],
+            **quiet,
+        )
+        try:
+            while not os.path.exists(file):
+                time.sleep(0.1)
+            with distributed.Client(scheduler_file=file) as client:
+                client.wait_for_workers(n_workers, timeout=120)
+                yield client, scheduler
+                client.shutdown()
+        finally:
+            for proc in (workers, scheduler):
+                proc.terminate()
+                proc.wait(timeout=60)
+
+
+class Sampler(threading.Thread):
+    """Samples the RSS of the client, the scheduler and each worker every ``every``
+    seconds."""
+
+    def __init__(self, client, scheduler, every):
         super().__init__(daemon=True)
         self.client, self.every = client, every
+        self.scheduler = psutil.Process(scheduler.pid)
         self.rows = []
         self.stop = threading.Event()
         self.start_time = time.perf_counter()
@@ -54,10 +96,14 @@ class Sampler(threading.Thread):
     def run(self):
         me = psutil.Process(os.getpid())
         while not self.stop.is_set():
-            workers = self.client.scheduler_info(n_workers=-1)["workers"]
-            mem = [w["metrics"]["memory"] for _, w in sorted(workers.items())]
+            mem = [m for _, m in sorted(self.client.run(worker_rss).items())]
             self.rows.append(
-                (time.perf_counter() - self.start_time, me.memory_info().rss, *mem)
+                (
+                    time.perf_counter() - self.start_time,
+                    me.memory_info().rss,
+                    self.scheduler.memory_info().rss,
+                    *mem,
+                )
             )
             self.stop.wait(self.every)
 
@@ -82,10 +128,7 @@ def task_times(events):
 
 
 def run_dask(n_workers, a):
-    with distributed.LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-        memory_limit="8GiB",
-    ) as cluster, distributed.Client(cluster) as client:
+    with cluster(n_workers) as (client, scheduler):
         rs = da.random.RandomState(a.seed)
         x = rs.random_sample((a.rows, a.features), chunks=(a.chunk, a.features))
         y = x.map_blocks(labels, drop_axis=1, dtype=np.int64, name="labels")
@@ -93,7 +136,7 @@ def run_dask(n_workers, a):
             client=client, n_estimators=a.trees, random_state=0, window=a.window,
             max_pending=a.max_pending, verbose=a.verbose,
         )
-        sampler = Sampler(client, a.every)
+        sampler = Sampler(client, scheduler, a.every)
         sampler.start()
         # The task stream of the first partitions only: it is kept on the client.
         probe = min(40, x.numblocks[0])
@@ -141,6 +184,8 @@ def main():
     ap.add_argument("--max-pending", type=int, default=4)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--local-rows", type=int, default=2_000_000)
+    ap.add_argument("--local-trees", type=int, nargs="*", default=None,
+                    help="tree counts for the runs without Dask (default: 1, M/2, M)")
     ap.add_argument("--every", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", type=int, default=0)
@@ -150,28 +195,34 @@ def main():
 
     local_rows = min(a.local_rows, a.rows)
     local = {}
-    for m in sorted({1, max(1, a.trees // 2), a.trees}):
+    counts = a.local_trees if a.local_trees is not None else [1, max(1, a.trees // 2), a.trees]
+    for m in sorted(set(counts)):
         local[m] = run_local(a, local_rows, m)
         print(f"one process, no Dask, {m} trees: {local[m]:,.0f} rows/s", flush=True)
-    local_rate = local[a.trees]
+    local_rate = local.get(a.trees, float("nan"))
     lines = [
-        "| workers | rows | partitions | trees | seconds | rows/s | accuracy | client RSS MiB (first → max → last) | worker memory MiB, max |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| workers | rows | partitions | trees | seconds | rows/s | accuracy | client RSS MiB (first → max → last) | scheduler RSS MiB (first → last) | worker RSS MiB, max |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     times = {}
     for n in a.workers:
         secs, samples, tt, acc, seen = run_dask(n, a)
         times[n] = tt
         with open(a.out / f"memory-{n}.csv", "w") as f:
-            f.write("seconds,client_rss_bytes," + ",".join(f"worker{i}_bytes" for i in range(n)) + "\n")
+            f.write(
+                "seconds,client_rss_bytes,scheduler_rss_bytes,"
+                + ",".join(f"worker{i}_rss_bytes" for i in range(n))
+                + "\n"
+            )
             for row in samples:
                 f.write(",".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row) + "\n")
         rss = [r[1] for r in samples]
-        workers_max = max(max(r[2:]) for r in samples)
+        sched = [r[2] for r in samples]
+        workers_max = max(max(r[3:]) for r in samples)
         line = (
             f"| {n} | {a.rows:,} | {seen} | {a.trees} | {secs:.0f} | {a.rows / secs:,.0f} | "
             f"{acc:.4f} | {mib(rss[0]):.0f} → {mib(max(rss)):.0f} → {mib(rss[-1]):.0f} | "
-            f"{mib(workers_max):.0f} |"
+            f"{mib(sched[0]):.0f} → {mib(sched[-1]):.0f} | {mib(workers_max):.0f} |"
         )
         print(line, flush=True)
         lines.append(line)
