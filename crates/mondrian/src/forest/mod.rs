@@ -56,6 +56,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
+use crate::data::FeatureValue;
 use crate::error::{MondrianError, Result};
 use crate::memory::{check_growth, forest_bytes, ForestShape};
 use crate::process::Feature;
@@ -303,19 +304,25 @@ where
         );
     }
 
-    /// The leaf each scaled row (row-major, `n_rows` rows) reaches in each tree, row-major
-    /// `n_rows × n_trees`; [`NO_LEAF`] for a tree that holds no point (bagging may leave a
-    /// tree without one).
-    pub(crate) fn apply(&self, scaled: &[Feature], n_rows: usize) -> Vec<u32>
+    /// The leaf each row (raw values, row-major) reaches in each tree, row-major `n_rows ×
+    /// n_trees`; [`NO_LEAF`] for a tree that holds no point (bagging may leave a tree
+    /// without one). The models' `apply`.
+    pub(crate) fn apply<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<u32>>
     where
         S: Sync,
     {
+        if self.store.scaler.is_none() {
+            return Err(MondrianError::NotFitted);
+        }
+        let rows = self.store.rows(x, n_features)?;
+        let scaled = self.store.scale(&rows)?;
+        let n_rows = rows.n_rows();
         let m = self.trees.len();
         let d = self.store.n_features.unwrap_or(0);
         let mut out = vec![NO_LEAF; n_rows * m];
         let block = self.pool.prediction_block_rows(n_rows, m * 4);
         self.pool
-            .for_each_block(&mut out, block * m, scaled, block * d, |out, x| {
+            .for_each_block(&mut out, block * m, &scaled, block * d, |out, x| {
                 for (t, unit) in self.trees.iter().enumerate() {
                     if unit.tree.root().is_none() {
                         continue;
@@ -325,7 +332,7 @@ where
                     }
                 }
             });
-        out
+        Ok(out)
     }
 
     /// Size and depth statistics.

@@ -203,11 +203,10 @@ class DaskForest:
                 )
             )
         self._actors = [f.result() for f in futures]
-        self._actor_futures = futures
+        self._actor_futures = futures  # an actor lives as long as its future is held
         self._shard_workers = [a._address for a in self._actors]
         self._ranges = [tuple(a.shard_range().result()) for a in self._actors]
         self._calls = [a.n_calls().result() for a in self._actors]
-        self._tokens = [None] * len(self._actors)
         if not hasattr(self, "n_partitions_seen_"):
             self.n_partitions_seen_ = 0
 
@@ -246,18 +245,19 @@ class DaskForest:
             if self._lost():
                 self._client().cancel(list(futures))
                 self._check_alive()
-            for f in pending:
-                if f.status == "error":
-                    f.result()  # raises the task's error
             pending = [f for f in pending if not f.done()]
-        return [f.result() for f in futures]
+        return self._results(futures)
 
-    def _actor_results(self, futures):
-        """The results of actor calls; a shard's worker lost meanwhile is reported."""
+    def _results(self, futures):
+        """The results of finished futures. A task (or an actor call) that failed because
+        its shard's worker died is reported as that loss: the scheduler may take a moment
+        to drop the worker, so the check waits up to 5 s for it."""
         try:
             return [f.result() for f in futures]
-        except (OSError, RuntimeError):
-            self._check_alive()
+        except Exception:
+            for _ in range(25):
+                self._check_alive()
+                time.sleep(0.2)
             raise
 
     def _agree(self, calls):
@@ -282,7 +282,8 @@ class DaskForest:
             raise ValueError("checkpoint_every needs checkpoint_dir")
         progress = Progress(self.verbose, "partial_fit", len(parts))
         in_flight = collections.deque()
-        tokens = list(self._tokens)
+        # Each shard's last task so far: the next one waits for it (order within a shard).
+        tokens = [None] * len(self._actors)
 
         def settle():
             results = self._wait(in_flight.popleft())
@@ -316,7 +317,6 @@ class DaskForest:
                 self.checkpoint(self.checkpoint_dir)
         while in_flight:
             settle()
-        self._tokens = [None] * len(self._actors)
 
     # ------------------------------------------------------------------ training
 
@@ -381,7 +381,7 @@ class DaskForest:
         self._fitted()
         self._check_alive()
         ids = np.asarray(ids, dtype=np.uint64)
-        self._agree(self._actor_results([a.forget(ids) for a in self._actors]))
+        self._agree(self._results([a.forget(ids) for a in self._actors]))
         return self
 
     @property
@@ -402,7 +402,7 @@ class DaskForest:
         """Each shard's bytes (the library's shard file format), in tree order."""
         self._fitted()
         self._check_alive()
-        return self._actor_results([a.to_bytes() for a in self._actors])
+        return self._results([a.to_bytes() for a in self._actors])
 
     def _merged_core(self):
         core_type = CORES[self._kind]
@@ -431,7 +431,7 @@ class DaskForest:
         # Named by the shards' call count: the files the current manifest names are never
         # overwritten by a newer state.
         paths = [os.path.join(directory, f"shard-{a}-{b}-c{calls}.mf") for a, b in self._ranges]
-        self._actor_results([a.save(p) for a, p in zip(self._actors, paths)])
+        self._results([a.save(p) for a, p in zip(self._actors, paths)])
         state = {
             "forest_params": self.forest_params,
             "n_features_in_": self.n_features_in_,

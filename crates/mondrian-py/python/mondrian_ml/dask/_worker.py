@@ -24,21 +24,12 @@ class ShardActor:
         self.calls = 0
         self.lock = threading.Lock()
 
-    def partial_fit(self, x, y, sw):
+    def train(self, method, x, y, sw):
+        """``core.fit`` or ``core.partial_fit`` on these rows (a Pólya forest takes no
+        labels nor weights)."""
         with self.lock:
-            if self.kind == "polya":
-                self.core.partial_fit(x)
-            else:
-                self.core.partial_fit(x, y, sw)
-            self.calls += 1
-            return self.calls
-
-    def fit(self, x, y, sw):
-        with self.lock:
-            if self.kind == "polya":
-                self.core.fit(x)
-            else:
-                self.core.fit(x, y, sw)
+            args = (x,) if self.kind == "polya" else (x, y, sw)
+            getattr(self.core, method)(*args)
             self.calls += 1
             return self.calls
 
@@ -146,7 +137,7 @@ def feed(actor, previous, x, y, sw, classes):
     shard's call count and the partition's rows."""
     del previous  # only orders the shard's tasks
     x = rows(x)
-    calls = call(actor, "partial_fit", x, targets(y, classes), weights(sw))
+    calls = call(actor, "train", "partial_fit", x, targets(y, classes), weights(sw))
     return calls, len(x)
 
 
@@ -158,7 +149,7 @@ def fit_all(actor, classes, n_parts, has_y, *parts):
     x = rows(np.concatenate([np.asarray(p) for p in xs]))
     y = targets(np.concatenate([np.asarray(p) for p in ys]), classes) if ys else None
     sw = weights(np.concatenate([np.asarray(p) for p in ws])) if ws else None
-    return call(actor, "fit", x, y, sw), len(x)
+    return call(actor, "train", "fit", x, y, sw), len(x)
 
 
 def proba_block(x, actors):

@@ -13,12 +13,7 @@ impl MondrianForestClassifier {
     /// scikit-learn's forests `apply`; [`NO_LEAF`](crate::forest::NO_LEAF) for a tree that
     /// holds no point (bagging can leave one empty).
     pub fn apply<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<u32>> {
-        if self.forest.store.scaler.is_none() {
-            return Err(MondrianError::NotFitted);
-        }
-        let rows = self.forest.store.rows(x, n_features)?;
-        let scaled = self.forest.store.scale(&rows)?;
-        Ok(self.forest.apply(&scaled, rows.n_rows()))
+        self.forest.apply(x, n_features)
     }
 
     /// Gini impurity mass (`n·Gini = n − Σ_k c_k²/n`) of the training labels that the

@@ -470,12 +470,7 @@ impl MondrianForestRegressor {
     /// The leaf each row reaches in each tree (row-major `n_rows × n_trees`), as the
     /// classifier's [`apply`](crate::MondrianForestClassifier::apply).
     pub fn apply<T: FeatureValue>(&self, x: &[T], n_features: usize) -> Result<Vec<u32>> {
-        if self.forest.store.scaler.is_none() {
-            return Err(MondrianError::NotFitted);
-        }
-        let rows = self.forest.store.rows(x, n_features)?;
-        let scaled = self.forest.store.scale(&rows)?;
-        Ok(self.forest.apply(&scaled, rows.n_rows()))
+        self.forest.apply(x, n_features)
     }
 
     /// Sets (or with `None` removes) the observer of training passes, as the classifier's
